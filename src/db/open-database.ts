@@ -1,0 +1,59 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { parseJson } from '../json/parse-json.js';
+import type { DB } from './schema.js';
+
+/** How to reach PostgreSQL. */
+export interface DatabaseOptions {
+  /** A libpq connection string, e.g. `postgres://postgres@127.0.0.1:5432/os_audit`. */
+  connectionString: string;
+  /** Pool size; default 10. */
+  maxConnections?: number;
+  /** Shown in `pg_stat_activity.application_name`. */
+  applicationName?: string;
+}
+
+const INT8_OID = 20;
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+
+/**
+ * Values are read back exactly: `bigint` columns as numbers (seqs, positions and counters stay
+ * far below 2^53; a larger one is an error, never a rounded value) and `json`/`jsonb` through
+ * the lossless parser, so an integer above 2^53 stays a `bigint`.
+ */
+const exactTypes: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) => {
+    if (oid === INT8_OID) return parseSafeInteger;
+    if (oid === JSON_OID || oid === JSONB_OID) return parseJson;
+    return pg.types.getTypeParser(oid, format as 'text');
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+function parseSafeInteger(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) {
+    throw new RangeError(`bigint value ${text} is beyond 2^53 and cannot be read as a number`);
+  }
+  return value;
+}
+
+/**
+ * Opens a pooled, typed connection to an os-audit database.
+ *
+ * @example
+ * ```ts
+ * const db = openDatabase({ connectionString: process.env.DATABASE_URL! });
+ * const sessions = await db.selectFrom('sessions').selectAll().execute();
+ * await db.destroy();
+ * ```
+ */
+export function openDatabase(options: DatabaseOptions): Kysely<DB> {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    application_name: options.applicationName ?? 'os-audit',
+    types: exactTypes,
+  });
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+}

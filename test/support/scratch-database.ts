@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import pg from 'pg';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { openDatabase } from '../../src/db/open-database.js';
+import type { DB } from '../../src/db/schema.js';
+
+export interface ScratchDatabase {
+  /** Connection string of the new database. */
+  url: string;
+  name: string;
+  db: Kysely<DB>;
+  drop(): Promise<void>;
+}
+
+/**
+ * Creates a database with a unique name on the server of `serverUrl` (a superuser connection),
+ * migrated unless `migrate: false`; `drop()` closes it and removes it.
+ */
+export async function createScratchDatabase(serverUrl: string, options: { migrate?: boolean } = {}): Promise<ScratchDatabase> {
+  const name = `os_audit_test_${randomBytes(6).toString('hex')}`;
+  await withClient(serverUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
+  const url = databaseUrl(serverUrl, name);
+  const db = openDatabase({ connectionString: url, applicationName: 'os-audit-test' });
+  if (options.migrate ?? true) await migrateToLatest(db);
+  return {
+    url,
+    name,
+    db,
+    drop: async () => {
+      await db.destroy();
+      await withClient(serverUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+}
+
+export function databaseUrl(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
