@@ -1,10 +1,5 @@
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { FileMigrationProvider, type Kysely, type MigrationResult, Migrator } from 'kysely';
-
-/** `migrations/` of the package, both from the sources and from the build (`dist/`). */
-const MIGRATION_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url));
+import { type Kysely, type MigrationResult, Migrator } from 'kysely';
+import { migrations } from '../../migrations/index.js';
 
 /** Thrown when a migration fails; the ones that ran before it stay applied. */
 export class MigrationError extends Error {
@@ -30,10 +25,7 @@ export class MigrationError extends Error {
  * @returns the names of the migrations this call applied
  */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({
-    db,
-    provider: new FileMigrationProvider({ fs, path, migrationFolder: MIGRATION_FOLDER }),
-  });
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results = [] } = await migrator.migrateToLatest();
   if (error) {
     const failed = results.find((result) => result.status === 'Error')?.migrationName ?? 'unknown';

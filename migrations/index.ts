@@ -1,0 +1,11 @@
+import type { Migration } from 'kysely';
+import * as eventStore from './0001-event-store.js';
+
+/**
+ * Every migration, by name, applied in name order. Imported statically (not read from the
+ * folder at run time) so that the same list runs from the sources, the build and the tests;
+ * `test/db/migrations.int.spec.ts` fails when a file of this folder is missing here.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001-event-store': eventStore,
+};

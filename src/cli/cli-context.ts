@@ -1,0 +1,51 @@
+import type { Readable, Writable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import { openDatabase } from '../db/open-database.js';
+import type { DB } from '../db/schema.js';
+
+/** What a command reaches the outside world through; tests hand in their own streams. */
+export interface CliIo {
+  stdin: Readable;
+  stdout: Writable & { isTTY?: boolean };
+  stderr: Writable & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+}
+
+/** A failure the user can act on: printed as `os-audit: message`, exit code 1, no stack. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export function resolveDatabaseUrl(flag: string | undefined, io: CliIo): string {
+  const url = flag ?? io.env.DATABASE_URL;
+  if (!url) {
+    throw new CliError(
+      'no database: set DATABASE_URL or pass --database-url (e.g. postgres://postgres@127.0.0.1:5432/os_audit)',
+      2,
+    );
+  }
+  return url;
+}
+
+/** Opens the database for one command and always closes it. */
+export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  const db = openDatabase({ connectionString: url, applicationName: 'os-audit-cli', maxConnections: 2 });
+  try {
+    return await work(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** Writes to a stream, waiting when it is full, so that large outputs keep memory bounded. */
+export async function write(stream: Writable, text: string): Promise<void> {
+  if (!stream.write(text)) {
+    await new Promise<void>((resolve) => stream.once('drain', resolve));
+  }
+}

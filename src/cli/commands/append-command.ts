@@ -1,0 +1,102 @@
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import type { Command } from 'commander';
+import { LogWriter } from '../../import/log-writer.js';
+import { InvalidUtf8Error, readLines } from '../../import/read-lines.js';
+import type { JsonValue } from '../../json/json-value.js';
+import { JsonParseError, parseJson } from '../../json/parse-json.js';
+import { ConcurrencyError } from '../../store/concurrency-error.js';
+import { checkSessionId, encodeEvent } from '../../store/encode-event.js';
+import { EventStore } from '../../store/event-store.js';
+import { type EventOrigin, InvalidEventError } from '../../store/invalid-event-error.js';
+import { integerOption } from '../parse-integer-option.js';
+import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+
+interface AppendCommandOptions {
+  expectedSeq?: number;
+  strict?: boolean;
+}
+
+export function registerAppendCommand(program: Command, io: CliIo): void {
+  program
+    .command('append')
+    .description('append events to the end of a session log, all or nothing')
+    .argument('<session>', 'the session id')
+    .argument('[file]', 'a JSON array or JSONL of bare events; - or nothing for standard input')
+    .option('--expected-seq <seq>', 'refuse unless the log ends at this seq (-1: the session is new)', integerOption(-1))
+    .option('--strict', 'refuse event kinds the contract does not name')
+    .action(async (sessionId: string, file: string | undefined, options: AppendCommandOptions, command: Command) => {
+      const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const name = file === undefined || file === '-' ? '<stdin>' : file;
+      const input = name === '<stdin>' ? io.stdin : createReadStream(name);
+      const appended = await withDatabase(url, (db) =>
+        new EventStore(db).transaction(async (store) => {
+          checkSessionId(sessionId);
+          const head = await store.lastSeq(sessionId, { lock: true });
+          if (options.expectedSeq !== undefined && options.expectedSeq !== head) {
+            throw new ConcurrencyError(sessionId, options.expectedSeq, head);
+          }
+          const writer = new LogWriter(store);
+          let seq = head;
+          for await (const { value, origin } of readBareEvents(input, name, sessionId)) {
+            seq += 1;
+            const at = { ...origin, seq };
+            await writer.add(sessionId, seq, encodeEvent(value, at, options), at);
+          }
+          await writer.flush();
+          return { first: head + 1, last: seq };
+        }),
+      ).catch(rethrowAsCliError);
+      const summary =
+        appended.last < appended.first
+          ? 'no events in the input; nothing appended\n'
+          : `appended ${appended.last - appended.first + 1} events to ${JSON.stringify(sessionId)} ` +
+            `as seqs ${appended.first}..${appended.last}\n`;
+      await write(io.stdout, summary);
+    });
+}
+
+/** Events of a JSON array (read whole) or of JSONL (streamed), each with where it stands. */
+async function* readBareEvents(
+  input: Readable,
+  name: string,
+  sessionId: string,
+): AsyncGenerator<{ value: JsonValue; origin: EventOrigin }> {
+  let isArray: boolean | undefined;
+  let arrayText = '';
+  try {
+    for await (const line of readLines(input)) {
+      isArray ??= line.text.trimStart().startsWith('[');
+      if (isArray) {
+        arrayText += `${line.text}\n`;
+        continue;
+      }
+      yield { value: parseOrFail(line.text, { file: name, line: line.lineNumber, sessionId }), origin: { file: name, line: line.lineNumber, sessionId } };
+    }
+  } catch (error) {
+    if (error instanceof InvalidUtf8Error) {
+      throw new InvalidEventError({ file: name, line: error.lineNumber, sessionId }, 'not valid UTF-8');
+    }
+    throw error;
+  }
+  if (!isArray) return;
+  const events = parseOrFail(arrayText, { file: name, sessionId });
+  if (!Array.isArray(events)) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
+  for (const [index, value] of events.entries()) yield { value, origin: { file: name, sessionId, index } };
+}
+
+function parseOrFail(text: string, origin: EventOrigin): JsonValue {
+  try {
+    return parseJson(text);
+  } catch (error) {
+    if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
+    throw error;
+  }
+}
+
+function rethrowAsCliError(error: unknown): never {
+  if (error instanceof InvalidEventError || error instanceof ConcurrencyError) {
+    throw new CliError(`${error.message}; nothing was appended`);
+  }
+  throw error;
+}

@@ -1,0 +1,14 @@
+import type { Command } from 'commander';
+import { migrateToLatest } from '../../db/migrate.js';
+import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+
+export function registerMigrateCommand(program: Command, io: CliIo): void {
+  program
+    .command('migrate')
+    .description('apply the database migrations (a second run applies nothing)')
+    .action(async (_options, command: Command) => {
+      const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const applied = await withDatabase(url, migrateToLatest);
+      await write(io.stdout, applied.length === 0 ? 'schema is up to date; nothing to apply\n' : `applied ${applied.join(', ')}\n`);
+    });
+}

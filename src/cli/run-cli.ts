@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { type CliIo, CliError } from './cli-context.js';
+import { registerAppendCommand } from './commands/append-command.js';
+import { registerEventsCommand } from './commands/events-command.js';
+import { registerImportCommand } from './commands/import-command.js';
+import { registerMigrateCommand } from './commands/migrate-command.js';
+
+const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
+
+/** `package.json` from the sources (`src/cli/`) and from the build (`dist/src/cli/`). */
+function packageJsonPath(): string {
+  return import.meta.url.includes('/dist/src/') ? '../../../package.json' : '../../package.json';
+}
+
+/** Builds the `os-audit` command line; every command has `--help`. */
+export function buildProgram(io: CliIo): Command {
+  const program = new Command('os-audit')
+    .description('Store agent-OS session event logs in PostgreSQL and audit their OS snapshots.')
+    .version(version)
+    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    });
+  registerMigrateCommand(program, io);
+  registerImportCommand(program, io);
+  registerAppendCommand(program, io);
+  registerEventsCommand(program, io);
+  for (const command of program.commands) command.exitOverride();
+  return program;
+}
+
+/**
+ * Runs one `os-audit` invocation and returns its exit code: 0 success, 1 a rejected input or a
+ * failed check, 2 a usage error.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await runCli(['import', 'logs/'], { stdin, stdout, stderr, env: process.env });
+ * ```
+ */
+export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  try {
+    await buildProgram(io).parseAsync([...args], { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    if (error instanceof CliError) {
+      io.stderr.write(`os-audit: ${error.message}\n`);
+      return error.exitCode;
+    }
+    const detail = error instanceof Error ? (io.env.OS_AUDIT_DEBUG ? error.stack : error.message) : String(error);
+    io.stderr.write(`os-audit: ${detail}\n`);
+    return 1;
+  }
+}

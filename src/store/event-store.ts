@@ -1,0 +1,160 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { JsonObject, JsonValue } from '../json/json-value.js';
+import { parseJson } from '../json/parse-json.js';
+import { ConcurrencyError } from './concurrency-error.js';
+import { checkSessionId, type EncodeOptions, encodeEvent } from './encode-event.js';
+import { appendAtHeadSql } from './sql/append-at-head.js';
+import { appendSequencedSql } from './sql/append-sequenced.js';
+import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
+import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
+
+export interface AppendOptions extends EncodeOptions {
+  /**
+   * The seq of the last event the writer saw, -1 for a session it believes empty. When the
+   * log ends elsewhere, nothing is appended and a {@link ConcurrencyError} is thrown. Without
+   * it the events go at the end of the log, wherever that is.
+   */
+  expectedSeq?: number;
+}
+
+export interface ReadSessionOptions {
+  /** First seq to return; default 0. */
+  fromSeq?: number;
+  /** Rows fetched per round trip; default 1000. */
+  pageSize?: number;
+}
+
+/** One stored event, read back exactly as it was appended. */
+export interface StoredEvent {
+  sessionId: string;
+  seq: number;
+  /** Global position in the store (the order of insertion, not of commit). */
+  position: number;
+  kind: string;
+  recordedAt: Date;
+  /** The event, with integers above 2^53 as `bigint`. */
+  event: JsonObject;
+}
+
+/**
+ * The append-only store of session logs.
+ *
+ * @example
+ * ```ts
+ * const store = new EventStore(openDatabase({ connectionString: process.env.DATABASE_URL! }));
+ * const seqs = await store.append('session-1', [{ kind: 'page_in', turn: 1, entry_count: 2 }]);
+ * for await (const stored of store.readSession('session-1')) console.log(stored.seq, stored.event);
+ * ```
+ */
+export class EventStore {
+  constructor(readonly db: Kysely<DB>) {}
+
+  /**
+   * Appends a batch to one session atomically, in one round trip, and returns the seqs it got.
+   * Every event is validated first: an invalid one rejects the whole batch
+   * ({@link InvalidEventError}). Listeners of `os_audit_events_appended` are woken on commit.
+   */
+  async append(sessionId: string, events: readonly JsonValue[], options: AppendOptions = {}): Promise<number[]> {
+    checkSessionId(sessionId);
+    const { expectedSeq } = options;
+    const encoded = events.map((event, index) =>
+      encodeEvent(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options),
+    );
+    if (encoded.length === 0) return [];
+    if (expectedSeq === undefined) {
+      const { rows } = await appendAtHeadSql(sessionId, encoded).execute(this.db);
+      return rows.map((row) => row.seq);
+    }
+    const rows = emptyRows();
+    encoded.forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
+    await this.appendSequenced(rows);
+    return rows.seqs;
+  }
+
+  /**
+   * Stores rows whose seqs are already chosen (an import), for many sessions in one statement.
+   * Each session's rows must continue its stored log; otherwise nothing of the statement is
+   * kept by the caller's transaction and a {@link ConcurrencyError} names the first session.
+   */
+  async appendSequenced(rows: EventRows): Promise<void> {
+    if (rows.seqs.length === 0) return;
+    const { rows: inserted } = await appendSequencedSql(rows).execute(this.db);
+    if (inserted.length === rows.seqs.length) return;
+    const advanced = new Set(inserted.map((row) => row.session_id));
+    const index = rows.sessionIds.findIndex((sessionId) => !advanced.has(sessionId));
+    const sessionId = rows.sessionIds[index]!;
+    const actual = await this.lastSeq(sessionId);
+    throw new ConcurrencyError(sessionId, rows.seqs[index]! - 1, actual);
+  }
+
+  /**
+   * Of rows that should already be stored, the index in `rows` of the first one that is not
+   * stored with the same body, or -1 when all match.
+   */
+  async findFirstMismatch(rows: EventRows): Promise<number> {
+    if (rows.seqs.length === 0) return -1;
+    const { rows: found } = await findFirstMismatchSql(rows).execute(this.db);
+    return found[0] === undefined ? -1 : found[0].ordinal - 1;
+  }
+
+  /**
+   * The seq of the session's last event; -1 when it has none. With `lock` (inside
+   * {@link transaction}), other writers of the session wait until this transaction ends.
+   */
+  async lastSeq(sessionId: string, options: { lock?: boolean } = {}): Promise<number> {
+    let query = this.db.selectFrom('sessions').select('last_seq').where('session_id', '=', sessionId);
+    if (options.lock) query = query.forUpdate();
+    const head = await query.executeTakeFirst();
+    return head?.last_seq ?? -1;
+  }
+
+  /** The last seq of each of these sessions that has events. */
+  async lastSeqs(sessionIds: readonly string[]): Promise<Map<string, number>> {
+    if (sessionIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('sessions')
+      .select(['session_id', 'last_seq'])
+      .where('session_id', '=', (eb) => eb.fn.any(eb.val([...sessionIds])))
+      .execute();
+    return new Map(rows.map((row) => [row.session_id, row.last_seq]));
+  }
+
+  /**
+   * Streams a session's log in seq order, a page per round trip, with exact values. Appends made
+   * while reading are included up to where the reader has got.
+   */
+  async *readSession(sessionId: string, options: ReadSessionOptions = {}): AsyncGenerator<StoredEvent> {
+    const pageSize = options.pageSize ?? 1000;
+    let nextSeq = options.fromSeq ?? 0;
+    for (;;) {
+      const page = await this.db
+        .selectFrom('session_events')
+        .select(['seq', 'position', 'kind', 'recorded_at'])
+        .select((eb) => eb.fn.coalesce('payload_text', eb.cast<string>('payload', 'text')).as('json'))
+        .where('session_id', '=', sessionId)
+        .where('seq', '>=', nextSeq)
+        .orderBy('seq')
+        .limit(pageSize)
+        .execute();
+      for (const row of page) {
+        yield {
+          sessionId,
+          seq: row.seq,
+          position: row.position,
+          kind: row.kind,
+          recordedAt: row.recorded_at,
+          event: parseJson(row.json) as JsonObject,
+        };
+      }
+      if (page.length < pageSize) return;
+      nextSeq = page[page.length - 1]!.seq + 1;
+    }
+  }
+
+  /** Runs `work` with a store bound to one transaction: all of it is stored, or none. */
+  transaction<T>(work: (store: EventStore) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute((trx) => work(new EventStore(trx)));
+  }
+}
+

@@ -1,0 +1,43 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { EventRows } from './event-rows.js';
+
+/**
+ * Appends rows whose seqs the caller chose, for any number of sessions, in one statement.
+ * A session advances only where its stored head is exactly one before the batch's first seq
+ * (a new session where that first seq is 0); rows of a session that does not advance are not
+ * inserted, so the caller compares the returned rows with what it sent.
+ * Each session's rows must be contiguous in seq.
+ */
+export function appendSequencedSql(rows: EventRows): RawBuilder<{ session_id: string; seq: number }> {
+  return sql`
+    WITH incoming AS (
+      SELECT *
+      FROM unnest(${rows.sessionIds}::text[], ${rows.seqs}::bigint[], ${rows.kinds}::text[],
+                  ${rows.turns}::bigint[], ${rows.payloads}::jsonb[], ${rows.payloadTexts}::text[])
+        AS e(session_id, seq, kind, turn, payload, payload_text)
+    ),
+    batch AS (
+      SELECT session_id, min(seq) AS first_seq, max(seq) AS last_seq
+      FROM incoming
+      GROUP BY session_id
+    ),
+    created AS (
+      INSERT INTO sessions (session_id, last_seq)
+      SELECT session_id, last_seq FROM batch WHERE first_seq = 0
+      ON CONFLICT (session_id) DO NOTHING
+      RETURNING session_id
+    ),
+    advanced AS (
+      UPDATE sessions AS s
+      SET last_seq = b.last_seq, last_recorded_at = now()
+      FROM batch AS b
+      WHERE s.session_id = b.session_id AND s.last_seq = b.first_seq - 1
+      RETURNING s.session_id
+    )
+    INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text)
+    SELECT e.session_id, e.seq, e.kind, e.turn, e.payload, e.payload_text
+    FROM incoming AS e
+    WHERE e.session_id IN (SELECT session_id FROM created UNION ALL SELECT session_id FROM advanced)
+    ORDER BY e.session_id, e.seq
+    RETURNING session_id, seq`;
+}

@@ -1,0 +1,103 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
+import { runCliInProcess } from '../support/run-cli-in-process.js';
+import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase();
+const tempDir = useTempDir();
+const cli = (args: string[], stdin?: string) => runCliInProcess(args, { env: { DATABASE_URL: testDb.url }, stdin });
+
+describe('os-audit CLI', () => {
+  it.each([[[]], [['migrate']], [['import']], [['append']], [['events']]])('prints help for %j', async (command) => {
+    const run = await cli([...command, '--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Usage: os-audit/);
+  });
+
+  it('migrates an empty database, and a second run applies nothing', async () => {
+    const fresh = await createTestDatabase({ migrate: false });
+    try {
+      const env = { DATABASE_URL: fresh.url };
+      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'applied 0001-event-store\n' });
+      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'schema is up to date; nothing to apply\n' });
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('says how to give a database when there is none, with exit code 2', async () => {
+    const run = await runCliInProcess(['events', 's'], { env: {} });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/set DATABASE_URL or pass --database-url/);
+  });
+
+  it('imports, reports 0 new events the second time, and prints the log back exactly', async () => {
+    const dir = tempDir();
+    writeSessionFile(dir, 'cli-1', [
+      sessionLine(0, sampleEvent(0)),
+      sessionLine(1, '{"kind":"run_terminal","reason":"done","turns_used":2,"total_tokens":18446744073709551615}'),
+      sessionLine(2, '{"kind":"llm_completed","turn":2,"message":{"content":"nul:\\u0000:end"}}'),
+    ]);
+    expect(await cli(['import', dir])).toMatchObject({ code: 0, stdout: 'imported 3 new events; 0 were already stored (1 sessions from 1 file)\n' });
+    expect(await cli(['import', dir])).toMatchObject({ code: 0, stdout: 'imported 0 new events; 3 were already stored (1 sessions from 1 file)\n' });
+
+    const events = await cli(['events', 'cli-1']);
+    expect(events.code).toBe(0);
+    const lines = events.stdout.trimEnd().split('\n');
+    // jsonb keeps values, not key order (the contract allows it).
+    expect(JSON.parse(lines[0]!)).toEqual({ seq: 0, event: sampleEvent(0) });
+    expect(lines[1]).toBe('{"seq":1,"event":{"kind":"run_terminal","reason":"done","turns_used":2,"total_tokens":18446744073709551615}}');
+    expect(lines[2]).toBe('{"seq":2,"event":{"kind":"llm_completed","turn":2,"message":{"content":"nul:\\u0000:end"}}}');
+    expect((await cli(['events', 'cli-1', '--from-seq', '2', '--bare'])).stdout).toBe(
+      '{"kind":"llm_completed","turn":2,"message":{"content":"nul:\\u0000:end"}}\n',
+    );
+  });
+
+  it('exits 1 and names file and line when an import is rejected', async () => {
+    const dir = tempDir();
+    const file = writeSessionFile(dir, 'cli-bad', [sessionLine(0, sampleEvent(0)), sessionLine(1, { kind: 'page_in', turn: 1.5, entry_count: 1 })]);
+    const run = await cli(['import', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${file}:2: session "cli-bad", seq 1: `);
+    expect(run.stderr).toMatch(/1 of 1 inputs rejected/);
+  });
+
+  it('appends a JSON array or JSONL from stdin, checking --expected-seq', async () => {
+    const array = JSON.stringify([sampleEvent(0), sampleEvent(1)]);
+    expect(await cli(['append', 'cli-append'], array)).toMatchObject({ code: 0, stdout: 'appended 2 events to "cli-append" as seqs 0..1\n' });
+    const jsonl = `${JSON.stringify(sampleEvent(2))}\n${JSON.stringify(sampleEvent(3))}\n`;
+    expect(await cli(['append', 'cli-append', '-', '--expected-seq', '1'], jsonl)).toMatchObject({ code: 0, stdout: 'appended 2 events to "cli-append" as seqs 2..3\n' });
+
+    const stale = await cli(['append', 'cli-append', '--expected-seq', '1'], jsonl);
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toMatch(/expected its log to end at seq 1, but it ends at seq 3/);
+
+    const invalid = await cli(['append', 'cli-append'], `${JSON.stringify(sampleEvent(4))}\n{"kind":"suspended","turn":1}\n`);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/<stdin>:2: session "cli-append", seq 5: .*reason/);
+    expect((await cli(['events', 'cli-append'])).stdout.trimEnd().split('\n')).toHaveLength(4);
+  });
+
+  it('exits 1 for a session with no events', async () => {
+    const run = await cli(['events', 'nobody']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/no events stored for session "nobody"/);
+  });
+
+  it('runs as a program: exit codes and output through a real process', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const run = (args: string[]) =>
+      promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(root, 'src/cli/main.ts'), ...args], {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: testDb.url },
+      });
+    const { stdout } = await run(['events', 'cli-1', '--bare']);
+    expect(stdout.split('\n')[1]).toContain('18446744073709551615');
+    await expect(run(['events', 'nobody'])).rejects.toMatchObject({ code: 1 });
+    await expect(run(['no-such-command'])).rejects.toMatchObject({ code: 2 });
+  });
+});

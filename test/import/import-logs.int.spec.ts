@@ -1,0 +1,172 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { importLogs } from '../../src/import/import-logs.js';
+import { EventStore } from '../../src/store/event-store.js';
+import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase();
+const tempDir = useTempDir();
+const store = () => new EventStore(testDb.db);
+
+async function storedSeqs(sessionId: string): Promise<number[]> {
+  const rows = await testDb.db.selectFrom('session_events').select('seq').where('session_id', '=', sessionId).orderBy('seq').execute();
+  return rows.map((row) => row.seq);
+}
+
+async function storedEvents(sessionId: string) {
+  const events = [];
+  for await (const stored of store().readSession(sessionId)) events.push(stored.event);
+  return events;
+}
+
+function streamOf(lines: readonly string[]): Readable {
+  return Readable.from([lines.map((line) => `${line}\n`).join('')]);
+}
+
+describe('importing a directory of <session_id>.jsonl files', () => {
+  it('stores 1,000 sessions × 200 events once; a second import stores 0 new events', async () => {
+    const dir = tempDir();
+    for (let session = 0; session < 1000; session += 1) {
+      writeSessionFile(dir, `bulk-${session}`, Array.from({ length: 200 }, (_, seq) => sessionLine(seq, sampleEvent(seq))));
+    }
+    const first = await importLogs(store(), dir);
+    expect(first).toMatchObject({ newEvents: 200_000, existingEvents: 0, sessions: 1000, files: 1000, failures: [] });
+
+    const second = await importLogs(store(), dir);
+    expect(second).toMatchObject({ newEvents: 0, existingEvents: 200_000, sessions: 1000, failures: [] });
+
+    const counts = await testDb.db
+      .selectFrom('session_events')
+      .select((eb) => [eb.fn.countAll<number>().as('events'), eb.fn.count<number>('session_id').distinct().as('sessions')])
+      .where('session_id', 'like', 'bulk-%')
+      .executeTakeFirstOrThrow();
+    expect({ events: Number(counts.events), sessions: Number(counts.sessions) }).toEqual({ events: 200_000, sessions: 1000 });
+  }, 300_000);
+
+  it('reports a bad line 57 as file:57: and stores nothing of that session, but the other files', async () => {
+    const dir = tempDir();
+    const lines = Array.from({ length: 100 }, (_, seq) => sessionLine(seq, sampleEvent(seq)));
+    lines[56] = sessionLine(56, { kind: 'signal_disposed', turn: 3, signal_id: 's', disposition: 'queue', queue_depth: -4 });
+    const bad = writeSessionFile(dir, 'bad-57', lines);
+    writeSessionFile(dir, 'good-57', lines.slice(0, 56));
+
+    const report = await importLogs(store(), dir);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]!.source).toBe(bad);
+    expect(report.failures[0]!.message).toContain(`${bad}:57: session "bad-57", seq 56: `);
+    expect(report.failures[0]!.message).toMatch(/queue_depth/);
+    expect(await storedSeqs('bad-57')).toEqual([]);
+    expect(await storedSeqs('good-57')).toHaveLength(56);
+  });
+
+  it.each([
+    ['malformed JSON', '{"seq":1,"event":{"kind":"page_in",}', /:2: .*invalid JSON/],
+    ['a duplicate key', '{"seq":1,"event":{"kind":"page_in","turn":1,"turn":2,"entry_count":1}}', /:2: .*duplicate key "turn"/],
+    ['a missing seq', '{"event":{"kind":"page_in","turn":1,"entry_count":1}}', /:2: .*field "seq" is missing/],
+    ['a negative seq', '{"seq":-1,"event":{"kind":"page_in","turn":1,"entry_count":1}}', /:2: .*field "seq"/],
+    ['an extra envelope field', '{"seq":1,"event":{"kind":"page_in","turn":1,"entry_count":1},"ts":5}', /:2: .*unexpected field "ts"/],
+    ['an event that is not an object', '{"seq":1,"event":[1,2]}', /:2: session "e", seq 1: /],
+    ['a gap', sessionLine(3, sampleEvent(3)), /:2: .*seq 3 after seq 0 .*gap/],
+    ['an out-of-order seq', sessionLine(0, sampleEvent(0)), /:2: .*seq 0 after seq 0 .*out of order/],
+  ])('names the line of %s and stores nothing of the file', async (_case, secondLine, message) => {
+    const dir = tempDir();
+    writeSessionFile(dir, 'e', [sessionLine(0, sampleEvent(0)), secondLine, sessionLine(2, sampleEvent(2))]);
+    const report = await importLogs(store(), dir);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]!.message).toMatch(message);
+    expect(await storedSeqs('e')).toEqual([]);
+  });
+
+  it('rejects a line that is not UTF-8 instead of storing a replacement character', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'latin1.jsonl');
+    writeFileSync(file, Buffer.concat([Buffer.from(`${sessionLine(0, sampleEvent(0))}\n{"seq":1,"event":{"kind":"x_note","text":"caf`), Buffer.from([0xe9]), Buffer.from('"}}\n')]));
+    const report = await importLogs(store(), dir);
+    expect(report.failures[0]!.message).toMatch(/latin1\.jsonl:2: not valid UTF-8/);
+    expect(await storedSeqs('latin1')).toEqual([]);
+  });
+
+  it('continues a stored log, and refuses a re-import whose body differs (a conflict)', async () => {
+    const dir = tempDir();
+    const lines = Array.from({ length: 10 }, (_, seq) => sessionLine(seq, sampleEvent(seq)));
+    writeSessionFile(dir, 'grow', lines.slice(0, 4));
+    await importLogs(store(), dir);
+    writeSessionFile(dir, 'grow', lines);
+    expect(await importLogs(store(), dir)).toMatchObject({ newEvents: 6, existingEvents: 4, failures: [] });
+
+    const changed = [...lines];
+    changed[2] = sessionLine(2, { ...sampleEvent(2), extra: 'rewritten' });
+    writeSessionFile(dir, 'grow', changed);
+    const report = await importLogs(store(), dir);
+    expect(report.failures[0]!.message).toMatch(/grow\.jsonl:3: session "grow", seq 2: conflict/);
+    expect(await storedSeqs('grow')).toHaveLength(10);
+  });
+
+  it('refuses a file that does not continue the stored log', async () => {
+    const dir = tempDir();
+    writeSessionFile(dir, 'late', [sessionLine(0, sampleEvent(0))]);
+    await importLogs(store(), dir);
+    writeSessionFile(dir, 'late', [sessionLine(5, sampleEvent(5)), sessionLine(6, sampleEvent(6))]);
+    const report = await importLogs(store(), dir);
+    expect(report.failures[0]!.message).toMatch(/late\.jsonl:1: session "late", seq 5: a gap: the stored log of this session ends at seq 0/);
+  });
+
+  it('works across chunk boundaries', async () => {
+    const dir = tempDir();
+    writeSessionFile(dir, 'chunked', Array.from({ length: 53 }, (_, seq) => sessionLine(seq, sampleEvent(seq))));
+    expect(await importLogs(store(), dir, { chunkSize: 7 })).toMatchObject({ newEvents: 53 });
+    expect(await importLogs(store(), dir, { chunkSize: 5 })).toMatchObject({ newEvents: 0, existingEvents: 53 });
+    expect(await storedSeqs('chunked')).toEqual(Array.from({ length: 53 }, (_, i) => i));
+  });
+
+  it('refuses unknown kinds only in strict mode', async () => {
+    const dir = tempDir();
+    writeSessionFile(dir, 'newer-sdk', [sessionLine(0, { kind: 'workflow_completed', turn: 1, anything: [1] })]);
+    expect((await importLogs(store(), dir, { strict: true })).failures[0]!.message).toMatch(/workflow_completed/);
+    expect(await importLogs(store(), dir)).toMatchObject({ newEvents: 1, failures: [] });
+  });
+});
+
+describe('importing one JSONL stream of {"session_id","seq","event"} lines', () => {
+  const line = (sessionId: string, seq: number, event: object = sampleEvent(seq)) =>
+    JSON.stringify({ session_id: sessionId, seq, event });
+
+  it('stores interleaved sessions in order, and again stores nothing new', async () => {
+    const lines = [];
+    for (let seq = 0; seq < 30; seq += 1) for (const sessionId of ['st-a', 'st-b', 'st-c']) lines.push(line(sessionId, seq));
+    expect(await importLogs(store(), '-', { chunkSize: 8 }, streamOf(lines))).toMatchObject({ newEvents: 90, sessions: 3, failures: [] });
+    expect(await importLogs(store(), '-', {}, streamOf(lines))).toMatchObject({ newEvents: 0, existingEvents: 90 });
+    expect(await storedSeqs('st-b')).toEqual(Array.from({ length: 30 }, (_, i) => i));
+  });
+
+  it('stores nothing of the stream when one line is bad', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'all.jsonl');
+    const lines = [line('sx-a', 0), line('sx-b', 0), line('sx-a', 1), '{"session_id":"sx-b","seq":1,"event":{"kind":"page_in","turn":"1","entry_count":1}}'];
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const report = await importLogs(store(), file, { chunkSize: 1 });
+    expect(report.failures[0]!.message).toMatch(/all\.jsonl:4: session "sx-b", seq 1: .*turn/);
+    expect(await storedSeqs('sx-a')).toEqual([]);
+    expect(await storedSeqs('sx-b')).toEqual([]);
+  });
+
+  it('keeps u64 values and U+0000 in free text exactly', async () => {
+    const lines = [
+      '{"session_id":"exact-import","seq":0,"event":{"kind":"run_terminal","reason":"done","turns_used":1,"total_tokens":18446744073709551615}}',
+      '{"session_id":"exact-import","seq":1,"event":{"kind":"tool_completed","turn":1,"results":[{"output":"bin\\u0000ary"}]}}',
+    ];
+    expect(await importLogs(store(), '-', {}, streamOf(lines))).toMatchObject({ newEvents: 2, failures: [] });
+    const [terminal, completed] = await storedEvents('exact-import');
+    expect(terminal!.total_tokens).toBe(18446744073709551615n);
+    expect(completed!.results).toEqual([{ output: 'bin\u0000ary' }]);
+    expect(await importLogs(store(), '-', {}, streamOf(lines))).toMatchObject({ newEvents: 0, existingEvents: 2, failures: [] });
+  });
+
+  it('refuses a session id that text cannot hold', async () => {
+    const report = await importLogs(store(), '-', {}, streamOf(['{"session_id":"a\\u0000b","seq":0,"event":{"kind":"x"}}']));
+    expect(report.failures[0]!.message).toMatch(/<stdin>:1: session id/);
+  });
+});

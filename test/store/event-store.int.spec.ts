@@ -1,0 +1,181 @@
+import { sql } from 'kysely';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { JsonFloat } from '../../src/json/json-value.js';
+import { parseJson } from '../../src/json/parse-json.js';
+import { ConcurrencyError } from '../../src/store/concurrency-error.js';
+import { EventStore } from '../../src/store/event-store.js';
+import { InvalidEventError } from '../../src/store/invalid-event-error.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase();
+const store = () => new EventStore(testDb.db);
+
+const pageIn = (turn: number) => ({ kind: 'page_in', turn, entry_count: 1 });
+
+async function readAll(sessionId: string, options?: { fromSeq?: number; pageSize?: number }) {
+  const events = [];
+  for await (const stored of store().readSession(sessionId, options)) events.push(stored);
+  return events;
+}
+
+async function countRows(sessionId: string): Promise<number> {
+  const row = await testDb.db
+    .selectFrom('session_events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('session_id', '=', sessionId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+describe('append', () => {
+  it('assigns gap-free seqs from 0 and continues where the log ends', async () => {
+    expect(await store().append('append-1', [pageIn(1), pageIn(2), pageIn(3)])).toEqual([0, 1, 2]);
+    expect(await store().append('append-1', [pageIn(4)])).toEqual([3]);
+    expect(await store().lastSeq('append-1')).toBe(3);
+    const rows = await testDb.db.selectFrom('session_events').selectAll().where('session_id', '=', 'append-1').orderBy('seq').execute();
+    expect(rows.map((row) => [row.seq, row.kind, row.turn])).toEqual([
+      [0, 'page_in', 1],
+      [1, 'page_in', 2],
+      [2, 'page_in', 3],
+      [3, 'page_in', 4],
+    ]);
+    expect(new Set(rows.slice(0, 3).map((row) => row.transaction_id)).size).toBe(1);
+  });
+
+  it('keeps the head row in step with the log', async () => {
+    await store().append('append-head', [pageIn(1), pageIn(2)]);
+    const head = await testDb.db.selectFrom('sessions').selectAll().where('session_id', '=', 'append-head').executeTakeFirstOrThrow();
+    expect(head.last_seq).toBe(1);
+    expect(head.first_recorded_at.getTime()).toBeLessThanOrEqual(head.last_recorded_at.getTime());
+  });
+
+  it('checks the expected seq: -1 for a new session, the last seq after that', async () => {
+    expect(await store().append('expect-1', [pageIn(1)], { expectedSeq: -1 })).toEqual([0]);
+    expect(await store().append('expect-1', [pageIn(2), pageIn(3)], { expectedSeq: 0 })).toEqual([1, 2]);
+
+    const stale = store().append('expect-1', [pageIn(9)], { expectedSeq: 0 });
+    await expect(stale).rejects.toBeInstanceOf(ConcurrencyError);
+    await expect(stale).rejects.toMatchObject({ sessionId: 'expect-1', expectedSeq: 0, actualSeq: 2 });
+    await expect(store().append('expect-1', [pageIn(9)], { expectedSeq: -1 })).rejects.toMatchObject({ expectedSeq: -1, actualSeq: 2 });
+    await expect(store().append('expect-new', [pageIn(9)], { expectedSeq: 4 })).rejects.toMatchObject({ expectedSeq: 4, actualSeq: -1 });
+    expect(await countRows('expect-1')).toBe(3);
+    expect(await countRows('expect-new')).toBe(0);
+  });
+
+  it('rejects the whole batch when one event is invalid, naming session, event and field', async () => {
+    const batch = [pageIn(1), { kind: 'suspended', turn: -1, reason: 'ask_user' }, pageIn(3)];
+    const attempt = store().append('invalid-1', batch);
+    await expect(attempt).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(attempt).rejects.toThrow(/session "invalid-1", event #1: .*turn/);
+    expect(await countRows('invalid-1')).toBe(0);
+  });
+
+  it('refuses U+0000 in a field the snapshot reads, and session ids that text cannot hold', async () => {
+    await expect(store().append('nul-1', [{ kind: 'suspended', turn: 1, reason: 'ask\u0000user' }])).rejects.toThrow(/reason/);
+    await expect(store().append('bad\u0000id', [pageIn(1)])).rejects.toThrow(/session id/);
+    await expect(store().append('', [pageIn(1)])).rejects.toThrow(/session id/);
+  });
+
+  it('serializes concurrent writers of one session without losing or repeating a seq', async () => {
+    const writers = Array.from({ length: 20 }, (_, writer) =>
+      store().append('concurrent-1', Array.from({ length: 10 }, (_, i) => ({ kind: 'page_in', turn: writer, entry_count: i }))),
+    );
+    const seqs = (await Promise.all(writers)).flat().sort((a, b) => a - b);
+    expect(seqs).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    const events = await readAll('concurrent-1');
+    // Each batch is contiguous: its ten events stand together, in order.
+    for (let start = 0; start < 200; start += 10) {
+      const batch = events.slice(start, start + 10).map((stored) => stored.event);
+      expect(new Set(batch.map((event) => event.turn)).size).toBe(1);
+      expect(batch.map((event) => event.entry_count)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    }
+  });
+
+  it('returns nothing and stores nothing for an empty batch', async () => {
+    expect(await store().append('empty-1', [])).toEqual([]);
+    expect(await store().lastSeq('empty-1')).toBe(-1);
+  });
+});
+
+describe('readSession', () => {
+  it('gives back exact values: u64 above 2^53, floats, U+0000, lone surrogates, extra fields', async () => {
+    const events = parseJson(
+      '[{"kind":"run_terminal","reason":"done","turns_used":4294967295,"total_tokens":18446744073709551615},' +
+        '{"kind":"llm_completed","turn":1,"message":{"content":"a\\u0000b","score":1.50,"big":-123456789012345678901234567890}},' +
+        '{"kind":"tool_completed","turn":2,"results":[{"out":"\\ud800 lone","k\\u0000ey":"v"}],"x_extra":{"nested":[1,2,3]}},' +
+        '{"kind":"workflow_completed","turn":7,"anything":true}]',
+    );
+    await store().append('exact-1', events as never[]);
+    const stored = await readAll('exact-1');
+    expect(stored.map((row) => row.event)).toEqual(events);
+    expect(stored[0]!.event.total_tokens).toBe(18446744073709551615n);
+    expect((stored[1]!.event.message as { score: JsonFloat }).score).toBeInstanceOf(JsonFloat);
+    expect(stored.map((row) => row.kind)).toEqual(['run_terminal', 'llm_completed', 'tool_completed', 'workflow_completed']);
+
+    const raw = await sql<{ total: string; content: string; exact: string | null }>`
+      SELECT payload->>'total_tokens' AS total, payload #>> '{message,content}' AS content, payload_text AS exact
+      FROM session_events WHERE session_id = 'exact-1' ORDER BY seq`.execute(testDb.db);
+    expect(raw.rows[0]!.total).toBe('18446744073709551615');
+    expect(raw.rows[0]!.exact).toBeNull();
+    expect(raw.rows[1]!.content).toBe('a\uFFFDb');
+    expect(raw.rows[1]!.exact).toContain('a\\u0000b');
+  });
+
+  it('pages through long logs and starts at fromSeq', async () => {
+    await store().append('paged-1', Array.from({ length: 25 }, (_, turn) => pageIn(turn)));
+    expect((await readAll('paged-1', { pageSize: 4 })).map((row) => row.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    expect((await readAll('paged-1', { fromSeq: 20, pageSize: 5 })).map((row) => row.seq)).toEqual([20, 21, 22, 23, 24]);
+    expect(await readAll('no-such-session')).toEqual([]);
+  });
+});
+
+describe('history is append-only in the database itself', () => {
+  it.each([
+    ['UPDATE', sql`UPDATE session_events SET kind = 'x'`],
+    ['DELETE', sql`DELETE FROM session_events`],
+    ['TRUNCATE', sql`TRUNCATE session_events`],
+    ['DELETE of a session head', sql`DELETE FROM sessions`],
+    ['TRUNCATE of session heads', sql`TRUNCATE sessions CASCADE`],
+    ['moving a head back', sql`UPDATE sessions SET last_seq = 0 WHERE session_id = 'guarded-1'`],
+  ])('refuses %s, even for a superuser and with replication triggers off', async (_name, statement) => {
+    await store().append('guarded-1', [pageIn(1), pageIn(2)]);
+    await expect(statement.execute(testDb.db)).rejects.toThrow(/append-only|only moves forward/);
+    await expect(
+      testDb.db.connection().execute(async (connection) => {
+        await sql`SET session_replication_role = replica`.execute(connection);
+        try {
+          await statement.execute(connection);
+        } finally {
+          await sql`RESET session_replication_role`.execute(connection);
+        }
+      }),
+    ).rejects.toThrow(/append-only|only moves forward/);
+    const whoami = await sql<{ superuser: boolean }>`SELECT rolsuper AS superuser FROM pg_roles WHERE rolname = current_user`.execute(testDb.db);
+    expect(whoami.rows[0]!.superuser).toBe(true);
+    expect(await store().lastSeq('guarded-1')).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('notifications', () => {
+  it('wakes listeners once per committed append, and not for a rolled-back one', async () => {
+    const listener = new pg.Client({ connectionString: testDb.url });
+    await listener.connect();
+    const received: string[] = [];
+    listener.on('notification', (message) => received.push(message.channel));
+    await listener.query('LISTEN os_audit_events_appended');
+    try {
+      await expect(
+        store().transaction(async (transaction) => {
+          await transaction.append('notify-1', [pageIn(1)]);
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      await store().append('notify-1', [pageIn(1), pageIn(2), pageIn(3)]);
+      await expect.poll(() => received.length).toBe(1);
+      expect(received).toEqual(['os_audit_events_appended']);
+    } finally {
+      await listener.end();
+    }
+  });
+});
