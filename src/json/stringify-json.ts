@@ -1,0 +1,100 @@
+import { JsonFloat, type JsonValue } from './json-value.js';
+import { MAX_JSON_DEPTH } from './parse-json.js';
+
+/**
+ * Writes a {@link JsonValue} as compact JSON text, losing nothing that `parseJson` keeps.
+ *
+ * - Strings and keys are escaped exactly as `JSON.stringify` escapes them (a lone surrogate
+ *   becomes `\ud800`, U+0000 becomes `\u0000`).
+ * - A `bigint` is written as its digits, a {@link JsonFloat} as its `text`, the number `-0`
+ *   as `-0`.
+ * - Keys come in the object's own property order: insertion order, except that JS puts
+ *   integer-like keys (`"0"`, `"42"`) first in ascending order.
+ *
+ * `parseJson(stringifyJson(v))` deep-equals `v` for every value `parseJson` can produce:
+ * numbers that are safe integers (or `-0`), bigints beyond the safe range, and floats whose
+ * text has a fraction or an exponent. Other numbers are written as `JSON.stringify` writes
+ * them (so `0.5` comes back as a `JsonFloat` and `2 ** 60` as a `bigint`).
+ *
+ * Throws a `TypeError` for what JSON cannot hold (`NaN`, `Infinity`, `undefined`, functions,
+ * symbols, a `JsonFloat` whose text is not a JSON number with a fraction or an exponent) and
+ * a `RangeError` for nesting deeper than `MAX_JSON_DEPTH` (which `parseJson` would refuse;
+ * this also stops cycles).
+ *
+ * @example
+ * ```ts
+ * stringifyJson({ total_tokens: 18446744073709551615n, cost: new JsonFloat('1.0'), text: 'a\u0000' });
+ * // '{"total_tokens":18446744073709551615,"cost":1.0,"text":"a\\u0000"}'
+ * ```
+ */
+export function stringifyJson(value: JsonValue): string {
+  return write(value, 0, null);
+}
+
+/**
+ * Rewrites strings and number literals on their way out; each returns its argument when
+ * nothing changes (`sanitizeNumber` returns the JSON text to write in place of the literal).
+ * @internal used by `storable-json.ts`.
+ */
+export interface StringSanitizer {
+  sanitize(text: string): string;
+  sanitizeNumber(literal: string): string;
+}
+
+/**
+ * {@link stringifyJson} with every string and key passed through `sanitizer` first.
+ * @internal used by `storable-json.ts`.
+ */
+export function stringifyJsonWith(value: JsonValue, sanitizer: StringSanitizer): string {
+  return write(value, 0, sanitizer);
+}
+
+/** Grammar of a JSON number that has a fraction or an exponent (or both). */
+const FLOAT_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)$/;
+
+function write(value: JsonValue, depth: number, sanitizer: StringSanitizer | null): string {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(sanitizer === null ? value : sanitizer.sanitize(value));
+    case 'number':
+      if (value === 0) return Object.is(value, -0) ? '-0' : '0';
+      if (Number.isFinite(value)) return String(value);
+      throw new TypeError(`${value} cannot be written as JSON`);
+    case 'bigint':
+      return sanitizer === null ? value.toString() : sanitizer.sanitizeNumber(value.toString());
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (value instanceof JsonFloat) {
+        const text = value.text;
+        if (typeof text === 'string' && FLOAT_TEXT.test(text)) return sanitizer === null ? text : sanitizer.sanitizeNumber(text);
+        throw new TypeError(`JsonFloat text ${JSON.stringify(text)} is not a JSON number with a fraction or an exponent`);
+      }
+      if (depth >= MAX_JSON_DEPTH) {
+        throw new RangeError(`nesting deeper than ${MAX_JSON_DEPTH} levels (or a cycle) cannot be written as JSON`);
+      }
+      if (Array.isArray(value)) {
+        const length = value.length;
+        if (length === 0) return '[]';
+        let out = '[' + write(value[0] as JsonValue, depth + 1, sanitizer);
+        for (let i = 1; i < length; i++) out += ',' + write(value[i] as JsonValue, depth + 1, sanitizer);
+        return out + ']';
+      }
+      const keys = Object.keys(value);
+      const count = keys.length;
+      if (count === 0) return '{}';
+      let out = '{';
+      for (let i = 0; i < count; i++) {
+        const key = keys[i] as string;
+        if (i > 0) out += ',';
+        out += JSON.stringify(sanitizer === null ? key : sanitizer.sanitize(key));
+        out += ':';
+        out += write(value[key] as JsonValue, depth + 1, sanitizer);
+      }
+      return out + '}';
+    }
+    default:
+      throw new TypeError(`a value of type ${typeof value} cannot be written as JSON`);
+  }
+}
