@@ -122,6 +122,12 @@ describe('readSession', () => {
     expect(raw.rows[1]!.exact).toContain('a\\u0000b');
   });
 
+  it('stores numbers beyond what jsonb holds, and gives them back exactly', async () => {
+    const events = parseJson('[{"kind":"x_metrics","huge":1e131072,"tiny":-1e-20000,"ok":2.50}]');
+    await store().append('huge-numbers', events as never[]);
+    expect((await readAll('huge-numbers')).map((row) => row.event)).toEqual(events);
+  });
+
   it('pages through long logs and starts at fromSeq', async () => {
     await store().append('paged-1', Array.from({ length: 25 }, (_, turn) => pageIn(turn)));
     expect((await readAll('paged-1', { pageSize: 4 })).map((row) => row.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i));

@@ -29,7 +29,16 @@ export async function createScratchDatabase(serverUrl: string, options: { migrat
     db,
     drop: async () => {
       await db.destroy();
-      await withClient(serverUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      await withClient(serverUrl, async (admin) => {
+        // pg's pool resolves end() before its sockets close: let them go before dropping, so
+        // that FORCE only ends connections a test leaked, not ones already on their way out.
+        for (let attempt = 0; attempt < 50; attempt += 1) {
+          const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+          if (rows[0].n === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      });
     },
   };
 }
