@@ -308,23 +308,23 @@ export const EVENT_SCHEMA: EventSchema = {
   },
   context_renewed: { turn: u32, sprint: u32, handoff_ref: str },
   suspended: {
-    turn: u32,
+    turn: u32.snapshot(),
     reason: str.snapshot(),
     pending_calls: stringList.snapshot().withDefault(),
   },
-  resumed: { turn: u32, approved: stringList.withDefault(), denied: stringList.withDefault() },
+  resumed: { turn: u32.snapshot(), approved: stringList.withDefault(), denied: stringList.withDefault() },
   tool_gated: { turn: u32, call_id: str, tool: str, reason: str },
   signal_disposed: {
-    turn: u32,
+    turn: u32.snapshot(),
     signal_id: str.snapshot(),
     disposition: str.snapshot(),
-    queue_depth: u32,
+    queue_depth: u32.snapshot(),
   },
-  budget_exceeded: { turn: u32, budget: str.snapshot() },
+  budget_exceeded: { turn: u32.snapshot(), budget: str.snapshot() },
   checkpoint_taken: { turn: u32, history_len: u32 },
   rollbacked: { turn: u32, checkpoint_history_len: u32, reason: rollbackReason.optional() },
   agent_process_changed: {
-    turn: u32,
+    turn: u32.snapshot(),
     agent_id: str.snapshot(),
     parent_session_id: str.snapshot(),
     role: str.snapshot(),
@@ -368,6 +368,8 @@ export interface CompiledKind {
   readonly whenMissing: CompiledShape;
   /** The fields the OS audit snapshot reads, `kind` first (in either shape). */
   readonly snapshotFields: readonly string[];
+  /** Only the fields the snapshot reads: what a projection checks in a stored event. */
+  readonly snapshotShape: CompiledShape;
 }
 
 function compileTable(table: Readonly<Record<string, FieldSpec<unknown, Presence>>>): CompiledField[] {
@@ -398,6 +400,8 @@ function compileKind(kind: KnownEventKind): CompiledKind {
   }
   const all = [...whenPresent.fields, ...whenMissing.fields];
   const snapshotFields = ['kind', ...new Set(all.filter((f) => f.snapshot).map((f) => f.name))];
+  // The snapshot reads no field of a shaped kind (memory_retrieval_result is only counted).
+  const readFields = whenMissing.fields.filter((f) => f.snapshot);
   return {
     kind,
     hasTurn: all.some((f) => f.name === 'turn' && f.type.tag === 'u32' && f.presence === 'required'),
@@ -405,6 +409,7 @@ function compileKind(kind: KnownEventKind): CompiledKind {
     whenPresent,
     whenMissing,
     snapshotFields,
+    snapshotShape: { fields: readFields, defaults: readFields.filter((f) => f.makeDefault !== null) },
   };
 }
 

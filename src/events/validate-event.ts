@@ -58,6 +58,12 @@ export interface ValidateEventOptions {
    * `kind` is a non-empty snake_case string (newer SDKs write more kinds).
    */
   strict?: boolean;
+  /**
+   * `'snapshot'`: check only the fields the OS audit snapshot reads (and fill in their
+   * defaults), as a projection reads a stored event; the other fields are kept unchecked.
+   * Default `'all'`.
+   */
+  fields?: 'all' | 'snapshot';
 }
 
 /** A kind this version does not know must look like one. */
@@ -112,7 +118,11 @@ export function validateEvent(value: JsonValue, options?: ValidateEventOptions):
   }
 
   const shape =
-    compiled.shapeKey !== null && value[compiled.shapeKey] !== undefined ? compiled.whenPresent : compiled.whenMissing;
+    options?.fields === 'snapshot'
+      ? compiled.snapshotShape
+      : compiled.shapeKey !== null && value[compiled.shapeKey] !== undefined
+        ? compiled.whenPresent
+        : compiled.whenMissing;
   if (!checkFields(shape.fields, value, '', null)) {
     const issues: ValidationIssue[] = [];
     checkFields(shape.fields, value, '', issues);

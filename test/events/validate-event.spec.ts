@@ -454,9 +454,11 @@ describe('validateEvent: strings the snapshot reads', () => {
   });
 
   it('lists the snapshot fields of each kind in the schema', () => {
-    expect(snapshotFieldsOf('suspended')).toEqual(['kind', 'reason', 'pending_calls']);
+    expect(snapshotFieldsOf('suspended')).toEqual(['kind', 'turn', 'reason', 'pending_calls']);
+    expect(snapshotFieldsOf('resumed')).toEqual(['kind', 'turn']);
     expect(snapshotFieldsOf('agent_process_changed')).toEqual([
       'kind',
+      'turn',
       'agent_id',
       'parent_session_id',
       'role',
@@ -466,10 +468,28 @@ describe('validateEvent: strings the snapshot reads', () => {
       'permitted_capability_ids',
       'result_termination',
     ]);
-    expect(snapshotFieldsOf('signal_disposed')).toEqual(['kind', 'signal_id', 'disposition']);
-    expect(snapshotFieldsOf('budget_exceeded')).toEqual(['kind', 'budget']);
+    expect(snapshotFieldsOf('signal_disposed')).toEqual(['kind', 'turn', 'signal_id', 'disposition', 'queue_depth']);
+    expect(snapshotFieldsOf('budget_exceeded')).toEqual(['kind', 'turn', 'budget']);
     expect(snapshotFieldsOf('page_out')).toEqual(['kind']);
     expect(snapshotFieldsOf('workflow_completed')).toEqual(['kind']);
+  });
+});
+
+describe('validateEvent with fields: snapshot (how a projection reads a stored event)', () => {
+  const read = (value: object) => validateEvent(value as JsonObject, { fields: 'snapshot' });
+
+  it('checks only the fields the snapshot reads', () => {
+    expect(read({ kind: 'page_out' })).toEqual({ kind: 'page_out' });
+    expect(read({ kind: 'memory_retrieval_result' })).toEqual({ kind: 'memory_retrieval_result' });
+    expect(read({ kind: 'resumed', turn: 3, approved: 'not a list' })).toEqual({ kind: 'resumed', turn: 3, approved: 'not a list' });
+    expect(read({ kind: 'suspended', turn: 1, reason: 'ask_user' })).toEqual({ kind: 'suspended', turn: 1, reason: 'ask_user', pending_calls: [] });
+  });
+
+  it('refuses what the snapshot cannot read, naming the field', () => {
+    expect(() => read({ kind: 'suspended', turn: 'x', reason: 'r' })).toThrow(/field "turn"/);
+    expect(() => read({ kind: 'signal_disposed', turn: 1, signal_id: 's', disposition: 'queue', queue_depth: -1 })).toThrow(/field "queue_depth"/);
+    expect(() => read({ kind: 'agent_process_changed', turn: 1, agent_id: 'a', parent_session_id: 'p', role: 'r', isolation: 'i', context_inheritance: 'c', state: null })).toThrow(/field "state"/);
+    expect(() => read({ kind: 'budget_exceeded', turn: 1 })).toThrow(/field "budget": required field is missing/);
   });
 });
 
