@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as eventStore from './0001-event-store.js';
+import * as osSnapshotProjection from './0002-os-snapshot-projection.js';
 
 /**
  * Every migration, by name, applied in name order. Imported statically (not read from the
@@ -8,4 +9,5 @@ import * as eventStore from './0001-event-store.js';
  */
 export const migrations: Record<string, Migration> = {
   '0001-event-store': eventStore,
+  '0002-os-snapshot-projection': osSnapshotProjection,
 };

@@ -13,6 +13,92 @@ export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface OsBudgetExceeded {
+  budget: string;
+  seq: Exact.Int8;
+  session_id: string;
+  turn: Exact.Int8;
+}
+
+export interface OsProcesses {
+  agent_id: string;
+  context_inheritance: string;
+  first_seq: Exact.Int8;
+  isolation: string;
+  last_seq: Exact.Int8;
+  parent_session_id: string;
+  permitted_capability_ids: string[];
+  result_termination: string | null;
+  role: string;
+  session_id: string;
+  state: string;
+  turn: Exact.Int8;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface OsSignals {
+  disposition: string;
+  queue_depth: Exact.Int8;
+  seq: Exact.Int8;
+  session_id: string;
+  signal_id: string;
+  turn: Exact.Int8;
+}
+
+export interface OsSnapshotJson {
+  session_id: string | null;
+  snapshot: Exact.Json | null;
+}
+
+export interface OsSnapshots {
+  last_resumed_seq: Exact.Int8 | null;
+  last_resumed_turn: Exact.Int8 | null;
+  last_seq: Exact.Int8;
+  last_suspend_pending_calls: string[] | null;
+  last_suspend_reason: string | null;
+  last_suspend_seq: Exact.Int8 | null;
+  last_suspend_turn: Exact.Int8 | null;
+  last_suspended_at: Timestamp | null;
+  memory_queried_count: Generated<Exact.Int8>;
+  memory_retrieval_result_count: Generated<Exact.Int8>;
+  memory_validation_failed_count: Generated<Exact.Int8>;
+  memory_written_count: Generated<Exact.Int8>;
+  page_in_count: Generated<Exact.Int8>;
+  page_out_count: Generated<Exact.Int8>;
+  session_id: string;
+  tool_gated_count: Generated<Exact.Int8>;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface ProjectionCheckpoints {
+  epoch: Generated<Exact.Int8>;
+  events_applied: Generated<Exact.Int8>;
+  last_error: string | null;
+  last_error_at: Timestamp | null;
+  position: Generated<Exact.Int8>;
+  projection: string;
+  transaction_id: Generated<string>;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface ProjectionErrors {
+  kind: string;
+  position: Exact.Int8;
+  problem: string;
+  projection: string;
+  seq: Exact.Int8;
+  session_id: string;
+  skipped_at: Generated<Timestamp>;
+}
+
+export interface ProjectionLeases {
+  acquired_at: Timestamp;
+  epoch: Exact.Int8;
+  expires_at: Timestamp;
+  owner: string;
+  projection: string;
+}
+
 export interface SessionEvents {
   kind: string;
   payload: Exact.Json;
@@ -33,6 +119,14 @@ export interface Sessions {
 }
 
 export interface DB {
+  os_budget_exceeded: OsBudgetExceeded;
+  os_processes: OsProcesses;
+  os_signals: OsSignals;
+  os_snapshot_json: OsSnapshotJson;
+  os_snapshots: OsSnapshots;
+  projection_checkpoints: ProjectionCheckpoints;
+  projection_errors: ProjectionErrors;
+  projection_leases: ProjectionLeases;
   session_events: SessionEvents;
   sessions: Sessions;
 }

@@ -1,0 +1,22 @@
+import type { Projection } from '../../src/projector/projection.js';
+import { applyOsSnapshotBatchSql, clearOsSnapshotSql } from './sql/apply-os-snapshot-batch.js';
+
+/** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
+const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
+
+/**
+ * The OS audit snapshot as SQL tables (`os_snapshots`, `os_processes`, `os_signals`,
+ * `os_budget_exceeded`, read together through the view `os_snapshot_json`).
+ */
+export const osSnapshotProjection: Projection = {
+  name: 'os_snapshot',
+  sessionHeads: 'os_snapshots',
+  readsPayloadOf: RECORD_KINDS,
+  problemFunction: 'os_snapshot_event_problem',
+  async apply(db) {
+    await applyOsSnapshotBatchSql().execute(db);
+  },
+  async clear(db) {
+    for (const statement of clearOsSnapshotSql()) await statement.execute(db);
+  },
+};

@@ -1,0 +1,242 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { AppendListener } from './append-listener.js';
+import type { Checkpoint } from './checkpoint.js';
+import { type HeldLease, Lease, LeaseLostError } from './lease.js';
+import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted-error.js';
+import type { Projection } from './projection.js';
+import { type BatchResult, runBatch } from './run-batch.js';
+
+export interface ProjectorOptions {
+  /** Events read per batch; default 5000. */
+  batchSize?: number;
+  /** The longest wait between two looks at the log when no append was notified; default 1000 ms. */
+  pollIntervalMs?: number;
+  /** How long a lease lasts without renewal; a standby takes over this long after a crash. Default 5000 ms. */
+  leaseTtlMs?: number;
+  /** Set poison events aside in `projection_errors` instead of stopping. */
+  skipInvalid?: boolean;
+  /** This projector's name in the lease; default `host:pid:random`. */
+  owner?: string;
+  /** Connection string for LISTEN; without it the projector polls. */
+  listenUrl?: string;
+  /** What happens, for logs and metrics. */
+  onEvent?: (event: ProjectorEvent) => void;
+}
+
+/** What a projector reports as it works. */
+export type ProjectorEvent =
+  | { type: 'leader'; owner: string; epoch: number }
+  | { type: 'standby'; owner: string; reason: string }
+  | { type: 'batch'; result: BatchResult; durationMs: number }
+  | { type: 'halted'; error: ProjectionHaltedError }
+  | { type: 'retry'; error: Error; delayMs: number }
+  | { type: 'waiting'; reason: string };
+
+export interface CatchUpReport {
+  eventsApplied: number;
+  skipped: number;
+  batches: number;
+  checkpoint: Checkpoint | undefined;
+}
+
+/**
+ * Keeps a projection up to date: batches of new events folded exactly once, in order, under
+ * a lease that lets one projector write at a time among any number of them.
+ *
+ * @example
+ * ```ts
+ * const projector = new Projector(db, osSnapshotProjection, { listenUrl: process.env.DATABASE_URL });
+ * const stop = new AbortController();
+ * process.once('SIGTERM', () => stop.abort());
+ * await projector.run(stop.signal); // returns after the lease is released
+ * ```
+ */
+export class Projector {
+  readonly lease: Lease;
+  private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner'>>;
+  private held: HeldLease | null = null;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    readonly projection: Projection,
+    private readonly settings: ProjectorOptions = {},
+  ) {
+    this.options = {
+      batchSize: settings.batchSize ?? 5000,
+      pollIntervalMs: settings.pollIntervalMs ?? 1000,
+      leaseTtlMs: settings.leaseTtlMs ?? 5000,
+      skipInvalid: settings.skipInvalid ?? false,
+    };
+    const owner = settings.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.lease = new Lease(db, projection.name, owner, this.options.leaseTtlMs);
+  }
+
+  /** Holds the lease now (taking it if it is free), or returns false. */
+  async lead(): Promise<boolean> {
+    if (this.held !== null) return true;
+    this.held = await this.lease.tryAcquire();
+    if (this.held !== null) this.emit({ type: 'leader', owner: this.lease.owner, epoch: this.held.epoch });
+    return this.held !== null;
+  }
+
+  /** Runs one batch in its own transaction; the lease must be held. */
+  async step(): Promise<BatchResult> {
+    const held = this.held;
+    if (held === null) throw new LeaseLostError(this.projection.name, this.lease.owner, 0);
+    const started = performance.now();
+    try {
+      const result = await this.db
+        .transaction()
+        .execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options));
+      if (result.windowCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
+      return result;
+    } catch (error) {
+      if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) this.standby(error.message);
+      if (error instanceof ProjectionHaltedError) await this.recordError(error);
+      throw error;
+    }
+  }
+
+  /**
+   * Folds every event committed before the call (`project --once`), then releases the lease.
+   * Waits while another projector holds the lease or an older transaction is still open.
+   */
+  async catchUp(signal?: AbortSignal): Promise<CatchUpReport> {
+    const target = await currentTransactionLimit(this.db);
+    const report: CatchUpReport = { eventsApplied: 0, skipped: 0, batches: 0, checkpoint: undefined };
+    try {
+      while (!signal?.aborted) {
+        if (!(await this.lead())) {
+          this.emit({ type: 'waiting', reason: 'another projector holds the lease' });
+          await sleep(this.options.pollIntervalMs, signal);
+          continue;
+        }
+        let result: BatchResult;
+        try {
+          result = await this.step();
+        } catch (error) {
+          if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) continue;
+          throw error;
+        }
+        report.checkpoint = result.checkpoint;
+        if (result.windowCount > 0) {
+          report.batches += 1;
+          report.eventsApplied += result.eventsApplied;
+          report.skipped += result.skipped;
+          continue;
+        }
+        if (await horizonHasPassed(this.db, target)) return report;
+        this.emit({ type: 'waiting', reason: 'a transaction older than this run is still open (see os-audit status)' });
+        await sleep(this.options.pollIntervalMs, signal);
+      }
+      return report;
+    } finally {
+      await this.releaseLease();
+    }
+  }
+
+  /**
+   * The daemon: folds new events as they are appended until `signal` aborts, then releases
+   * the lease. Woken by NOTIFY, polling as a fallback; a standby takes over within the lease's
+   * time to live when the leader dies. A halted projection keeps its lease and reports the
+   * error instead of crash-looping, and tries again now and then.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    const listener = this.settings.listenUrl ? new AppendListener(this.settings.listenUrl, (error) => this.emit({ type: 'retry', error, delayMs: 0 })) : undefined;
+    listener?.start();
+    const idle = (ms: number) => (listener ? listener.wait(ms, signal) : sleep(ms, signal));
+    let retryDelayMs = 500;
+    let haltedUntil = 0;
+    try {
+      while (!signal.aborted) {
+        try {
+          if (!(await this.lead())) {
+            await sleep(Math.min(this.options.pollIntervalMs, this.options.leaseTtlMs / 2), signal);
+            continue;
+          }
+          if (Date.now() < haltedUntil) {
+            await this.lease.renew(this.held!);
+            await sleep(this.options.pollIntervalMs, signal);
+            continue;
+          }
+          const result = await this.step();
+          retryDelayMs = 500;
+          if (result.windowCount === 0) {
+            await idle(this.options.pollIntervalMs);
+            if (this.held) await this.lease.renew(this.held);
+          }
+        } catch (error) {
+          if (error instanceof LeaseLostError) {
+            this.standby(error.message);
+          } else if (error instanceof CheckpointMovedError) {
+            continue;
+          } else if (error instanceof ProjectionHaltedError) {
+            haltedUntil = Date.now() + 10 * this.options.pollIntervalMs;
+          } else {
+            this.emit({ type: 'retry', error: error as Error, delayMs: retryDelayMs });
+            await sleep(retryDelayMs, signal);
+            retryDelayMs = Math.min(retryDelayMs * 2, 30_000);
+          }
+        }
+      }
+    } finally {
+      await listener?.close();
+      await this.releaseLease();
+    }
+  }
+
+  private async releaseLease(): Promise<void> {
+    if (this.held === null) return;
+    const held = this.held;
+    this.held = null;
+    await this.lease.release(held).catch(() => {});
+  }
+
+  private standby(reason: string): void {
+    if (this.held === null) return;
+    this.held = null;
+    this.emit({ type: 'standby', owner: this.lease.owner, reason });
+  }
+
+  private async recordError(error: ProjectionHaltedError): Promise<void> {
+    this.emit({ type: 'halted', error });
+    await this.db
+      .updateTable('projection_checkpoints')
+      .set({ last_error: error.message, last_error_at: sql`now()` })
+      .where('projection', '=', this.projection.name)
+      .execute();
+  }
+
+  private emit(event: ProjectorEvent): void {
+    this.settings.onEvent?.(event);
+  }
+}
+
+/** Every transaction id below this had started when it was read. */
+async function currentTransactionLimit(db: Kysely<DB>): Promise<string> {
+  const { rows } = await sql<{ limit: string }>`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS limit`.execute(db);
+  return rows[0]!.limit;
+}
+
+/** True once no transaction below `limit` is still open: all it wrote is below the horizon. */
+async function horizonHasPassed(db: Kysely<DB>, limit: string): Promise<boolean> {
+  const { rows } = await sql<{ passed: boolean }>`
+    SELECT pg_snapshot_xmin(pg_current_snapshot()) >= ${limit}::xid8 AS passed`.execute(db);
+  return rows[0]!.passed;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
