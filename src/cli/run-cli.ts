@@ -5,6 +5,11 @@ import { registerAppendCommand } from './commands/append-command.js';
 import { registerEventsCommand } from './commands/events-command.js';
 import { registerImportCommand } from './commands/import-command.js';
 import { registerMigrateCommand } from './commands/migrate-command.js';
+import { registerProjectCommand } from './commands/project-command.js';
+import { registerRebuildCommand } from './commands/rebuild-command.js';
+import { registerSnapshotCommand } from './commands/snapshot-command.js';
+import { registerStatusCommand } from './commands/status-command.js';
+import { registerVerifyCommand } from './commands/verify-command.js';
 
 const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
 
@@ -29,6 +34,11 @@ export function buildProgram(io: CliIo): Command {
   registerImportCommand(program, io);
   registerAppendCommand(program, io);
   registerEventsCommand(program, io);
+  registerProjectCommand(program, io);
+  registerSnapshotCommand(program, io);
+  registerRebuildCommand(program, io);
+  registerVerifyCommand(program, io);
+  registerStatusCommand(program, io);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

@@ -12,7 +12,7 @@ const tempDir = useTempDir();
 const cli = (args: string[], stdin?: string) => runCliInProcess(args, { env: { DATABASE_URL: testDb.url }, stdin });
 
 describe('os-audit CLI', () => {
-  it.each([[[]], [['migrate']], [['import']], [['append']], [['events']]])('prints help for %j', async (command) => {
+  it.each([[[]], [['migrate']], [['import']], [['append']], [['events']], [['project']], [['snapshot']], [['rebuild']], [['verify']], [['status']]])('prints help for %j', async (command) => {
     const run = await cli([...command, '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^Usage: os-audit/);
@@ -22,7 +22,7 @@ describe('os-audit CLI', () => {
     const fresh = await createTestDatabase({ migrate: false });
     try {
       const env = { DATABASE_URL: fresh.url };
-      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'applied 0001-event-store\n' });
+      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'applied 0001-event-store, 0002-os-snapshot-projection\n' });
       expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'schema is up to date; nothing to apply\n' });
     } finally {
       await fresh.drop();

@@ -22,7 +22,7 @@ describe('the migrated schema', () => {
     expect(Object.keys(migrations).sort()).toEqual(files.sort());
   });
 
-  it('is pinned: tables, columns, constraints, indexes, triggers', async () => {
+  it('is pinned: tables, views, columns, constraints, indexes, functions, triggers', async () => {
     const { rows } = await sql<{ line: string }>`
       SELECT format('column %s.%s %s%s%s', c.table_name, c.column_name, c.data_type,
                     CASE WHEN c.is_nullable = 'NO' THEN ' not null' ELSE '' END,
@@ -35,6 +35,11 @@ describe('the migrated schema', () => {
       FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND conrelid::regclass::text NOT LIKE 'kysely_%'
       UNION ALL
       SELECT format('index %s', indexdef) FROM pg_indexes WHERE schemaname = 'public' AND tablename NOT LIKE 'kysely_%'
+      UNION ALL
+      SELECT format('function %s returns %s', p.oid::regprocedure, format_type(p.prorettype, NULL))
+      FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+      UNION ALL
+      SELECT format('view %s', viewname) FROM pg_views WHERE schemaname = 'public'
       UNION ALL
       SELECT format('trigger %s %s', pg_get_triggerdef(t.oid), CASE t.tgenabled WHEN 'A' THEN '(always)' ELSE '' END)
       FROM pg_trigger t WHERE NOT t.tgisinternal

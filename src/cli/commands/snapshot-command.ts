@@ -1,0 +1,47 @@
+import type { Command } from 'commander';
+import { serializeOsSnapshot } from '../../../projections/os-snapshot/serialize-os-snapshot.js';
+import { foldStoredLog, readSqlOsSnapshot } from '../../../projections/os-snapshot/stored-os-snapshot.js';
+import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
+import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
+import { EventStore } from '../../store/event-store.js';
+import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { integerOption } from '../parse-integer-option.js';
+
+export function registerSnapshotCommand(program: Command, io: CliIo): void {
+  program
+    .command('snapshot')
+    .description("print a session's OS audit snapshot as the spec's JSON, read from the SQL tables")
+    .argument('<session>', 'the session id')
+    .option('--at-seq <seq>', 'the snapshot as it was after this seq (folded from the log)', integerOption(0))
+    .action(async (sessionId: string, options: { atSeq?: number }, command: Command) => {
+      const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const snapshot = await withDatabase(url, async (db) => {
+        if (options.atSeq === undefined) {
+          const stored = await readSqlOsSnapshot(db, sessionId);
+          if (stored === undefined) {
+            throw new CliError(`no snapshot of session ${JSON.stringify(sessionId)}: no events stored, or not projected yet (see os-audit status)`);
+          }
+          return stored.snapshot;
+        }
+        const store = new EventStore(db);
+        const last = await store.lastSeq(sessionId);
+        if (options.atSeq > last) {
+          throw new CliError(`session ${JSON.stringify(sessionId)} ends at seq ${last}; there is no seq ${options.atSeq}`);
+        }
+        const skipped = await db
+          .selectFrom('projection_errors')
+          .select('position')
+          .where('projection', '=', osSnapshotProjection.name)
+          .where('session_id', '=', sessionId)
+          .execute();
+        try {
+          const folded = await foldStoredLog(store, sessionId, { toSeq: options.atSeq, skippedPositions: new Set(skipped.map((row) => row.position)) });
+          return folded.snapshot;
+        } catch (error) {
+          if (error instanceof ProjectionHaltedError) throw new CliError(error.message);
+          throw error;
+        }
+      });
+      await write(io.stdout, `${serializeOsSnapshot(snapshot, { indent: 2 })}\n`);
+    });
+}
