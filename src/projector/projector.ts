@@ -188,7 +188,8 @@ export class Projector {
     }
   }
 
-  private async releaseLease(): Promise<void> {
+  /** Gives the lease up, so that another projector can take over at once. */
+  async releaseLease(): Promise<void> {
     if (this.held === null) return;
     const held = this.held;
     this.held = null;

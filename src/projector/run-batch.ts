@@ -57,10 +57,10 @@ export async function runBatch(
   }
 
   if (summary.jump !== null) {
-    const { session_id, prev_seq, target_seq, found } = summary.jump;
+    const { session_id, missing_seq, next_stored_seq } = summary.jump;
     throw new ProjectionHaltedError(
-      `projection ${projection.name} stopped: session ${JSON.stringify(session_id)} has a hole in its log: after seq ${prev_seq}, ` +
-        `seqs up to ${target_seq} should follow but ${found} of them are stored`,
+      `projection ${projection.name} stopped: session ${JSON.stringify(session_id)} has a hole in its log: ` +
+        `seq ${missing_seq} is missing (the next stored event is seq ${next_stored_seq})`,
       'jump',
       summary.jump,
     );

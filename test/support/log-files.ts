@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
+import type { JsonObject } from '../../src/json/json-value.js';
 
 /** A temporary folder for the calling test file, removed after its tests. */
 export function useTempDir(prefix = 'os-audit-'): () => string {
@@ -28,7 +29,7 @@ export function sessionLine(seq: number, event: object | string): string {
 }
 
 /** A plausible event for position `seq` of a session: kinds the snapshot reads and others. */
-export function sampleEvent(seq: number): object {
+export function sampleEvent(seq: number): JsonObject {
   const turn = Math.floor(seq / 4);
   switch (seq % 5) {
     case 0:

@@ -47,8 +47,8 @@ export interface BatchSummary {
   end_transaction_id: string | null;
   end_position: number | null;
   batch_count: number;
-  /** The first session whose log has a hole: `{session_id, prev_seq, first_seq, target_seq, found}`. */
-  jump: { session_id: string; prev_seq: number; target_seq: number; found: number } | null;
+  /** The first hole in a session's log: the seq that is missing and the next one stored. */
+  jump: { session_id: string; missing_seq: number; next_stored_seq: number } | null;
   /** The first event the projection cannot read: `{position, session_id, seq, kind, problem}`. */
   poison: { position: number; session_id: string; seq: number; kind: string; problem: string } | null;
 }
@@ -61,11 +61,11 @@ export function summarizeBatchSql(): RawBuilder<BatchSummary> {
       last.transaction_id::text AS end_transaction_id,
       last.position AS end_position,
       (SELECT count(*) FROM os_audit_batch) AS batch_count,
-      (SELECT json_build_object('session_id', session_id, 'prev_seq', prev_seq, 'target_seq', target_seq, 'found', found)
-       FROM (SELECT session_id, prev_seq, target_seq, count(*) AS found
-             FROM os_audit_batch GROUP BY session_id, prev_seq, target_seq) per_session
-       WHERE found <> target_seq - prev_seq
-       ORDER BY session_id LIMIT 1) AS jump,
+      (SELECT json_build_object('session_id', session_id, 'missing_seq', prev_seq + rank, 'next_stored_seq', seq)
+       FROM (SELECT session_id, seq, prev_seq, row_number() OVER (PARTITION BY session_id ORDER BY seq) AS rank
+             FROM os_audit_batch) AS numbered
+       WHERE seq <> prev_seq + rank
+       ORDER BY session_id, seq LIMIT 1) AS jump,
       (SELECT json_build_object('position', position, 'session_id', session_id, 'seq', seq, 'kind', kind, 'problem', problem)
        FROM os_audit_batch WHERE problem IS NOT NULL ORDER BY position LIMIT 1) AS poison
     FROM (SELECT NULL) AS one
