@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { foldOsSnapshot } from '../../projections/os-snapshot/fold-os-snapshot.js';
 import { serializeOsSnapshot } from '../../projections/os-snapshot/serialize-os-snapshot.js';
+import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import { validateEvent } from '../../src/events/validate-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { arbitrarySessionLog, type WireEvent } from '../support/arbitrary-events.js';
@@ -54,9 +55,14 @@ describe('differential: SQL snapshots equal the reference fold', () => {
             expect(serializeOsSnapshot(stored[0]!.sql!.snapshot)).toBe(serializeOsSnapshot(reference));
             expect(stored[0]!.fold.snapshot).toEqual(reference);
           }
+          const verified = await verifyOsSnapshots(testDb.db, { sessions: [...byId.keys()].filter((id) => byId.get(id)!.length > 0) });
+          expect(verified.mismatches).toEqual([]);
         },
       ),
       { numRuns: 40 },
     );
+    const all = await verifyOsSnapshots(testDb.db, { all: true });
+    expect(all).toMatchObject({ mismatches: [], pending: [] });
+    expect(all.checked).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,50 @@
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { readProjectionStatus } from '../../src/projector/projection-status.js';
+import { EventStore } from '../../src/store/event-store.js';
+import { sampleEvent } from '../support/log-files.js';
+import { osSnapshotProjector } from '../support/projector-harness.js';
+import { runCliInProcess } from '../support/run-cli-in-process.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase();
+
+describe('status', () => {
+  it('counts the events and seconds behind, and names the open transaction that holds the horizon', async () => {
+    const holder = new pg.Client({ connectionString: testDb.url, application_name: 'horizon-holder' });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_current_xact_id()');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new EventStore(testDb.db).append('held-1', [sampleEvent(0), sampleEvent(1), sampleEvent(2)]);
+
+      const status = await readProjectionStatus(testDb.db, 'os_snapshot');
+      expect(status.behind.events).toBe(3);
+      expect(status.behind.seconds).toBeGreaterThanOrEqual(0);
+      expect(status.horizonHeldBy).not.toBeNull();
+      // The oldest open transaction on the server: ours, unless another one is older still.
+      if (status.horizonHeldBy!.pid !== rows[0]!.pid) {
+        expect(status.horizonHeldBy!.transactionAgeSeconds).toBeGreaterThanOrEqual(0.1);
+      } else {
+        expect(status.horizonHeldBy).toMatchObject({ application: 'horizon-holder', state: 'idle in transaction' });
+        const printed = await runCliInProcess(['status'], { env: { DATABASE_URL: testDb.url } });
+        expect(printed.stdout).toMatch(new RegExp(`held back: +committed events wait for an older open transaction: pid ${rows[0]!.pid} .*application "horizon-holder", state idle in transaction`));
+      }
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    await osSnapshotProjector(testDb.db).catchUp();
+    const caughtUp = await readProjectionStatus(testDb.db, 'os_snapshot');
+    expect(caughtUp).toMatchObject({ behind: { events: 0, seconds: 0 }, horizonHeldBy: null, lastError: null });
+    expect(caughtUp.checkpoint.eventsApplied).toBe(3);
+    expect(caughtUp.leader).toMatchObject({ live: false });
+  });
+
+  it('prints JSON with --json', async () => {
+    const run = await runCliInProcess(['status', '--json'], { env: { DATABASE_URL: testDb.url } });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ projection: 'os_snapshot', behind: { events: 0 } });
+  });
+});
