@@ -1,5 +1,5 @@
 import type { Projection } from '../../src/projector/projection.js';
-import { applyOsSnapshotBatchSql, clearOsSnapshotSql } from './sql/apply-os-snapshot-batch.js';
+import { applyOsSnapshotEventsSql, clearOsSnapshotSql } from './sql/apply-os-snapshot-events.js';
 
 /** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
 const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
@@ -14,7 +14,7 @@ export const osSnapshotProjection: Projection = {
   readsPayloadOf: RECORD_KINDS,
   problemFunction: 'os_snapshot_event_problem',
   async apply(db) {
-    await applyOsSnapshotBatchSql().execute(db);
+    await applyOsSnapshotEventsSql().execute(db);
   },
   async clear(db) {
     for (const statement of clearOsSnapshotSql()) await statement.execute(db);

@@ -1,15 +1,30 @@
 import { type RawBuilder, sql } from 'kysely';
 
+/** The batch table the projector fills (see src/projector/projection.ts). */
+export const BATCH_TABLE = sql`os_audit_batch`;
+
 /**
- * Folds the batch table `os_audit_batch` into the snapshot tables in one statement, set-based:
- * counters are added per session, the last suspend / resume of the batch replaces the stored
- * one, processes are upserted by agent (keeping the seq of first appearance), signals and
- * budget events are appended. Rows with a `problem` (poison events set aside) are not folded,
- * but still move the session's `last_seq`.
+ * The whole log, unchecked, as the events of {@link applyOsSnapshotEventsSql}: folded into
+ * empty tables, the set-based projection of everything in one statement (the limit the
+ * benchmark compares the projector with).
  */
-export function applyOsSnapshotBatchSql(): RawBuilder<unknown> {
+export const WHOLE_LOG = sql`(SELECT session_id, seq, kind, recorded_at, payload, NULL::text AS problem FROM session_events)`;
+
+/**
+ * Folds events into the snapshot tables in one statement, set-based: counters are added per
+ * session, the last suspend / resume among the events replaces the stored one, processes are
+ * upserted by agent (keeping the seq of first appearance), signals and budget events are
+ * appended. Rows with a `problem` (poison events set aside) are not folded, but still move the
+ * session's `last_seq`.
+ *
+ * `events` is a relation with the columns `session_id`, `seq`, `kind`, `recorded_at`,
+ * `payload` and `problem`, each session's events following its last folded one: the batch
+ * table, or (for the set-based limit and a rebuild from empty tables) the whole log.
+ */
+export function applyOsSnapshotEventsSql(events: RawBuilder<unknown> = BATCH_TABLE): RawBuilder<unknown> {
   return sql`
-    WITH per_session AS (
+    WITH events AS NOT MATERIALIZED (SELECT session_id, seq, kind, recorded_at, payload, problem FROM ${events} AS source),
+    per_session AS (
       SELECT session_id,
         max(seq) AS last_seq,
         count(*) FILTER (WHERE kind = 'page_out') AS page_out_count,
@@ -21,7 +36,7 @@ export function applyOsSnapshotBatchSql(): RawBuilder<unknown> {
         count(*) FILTER (WHERE kind = 'memory_retrieval_result') AS memory_retrieval_result_count,
         max(seq) FILTER (WHERE kind = 'suspended' AND problem IS NULL) AS suspend_seq,
         max(seq) FILTER (WHERE kind = 'resumed' AND problem IS NULL) AS resume_seq
-      FROM os_audit_batch
+      FROM events
       GROUP BY session_id
     ),
     snapshots AS (
@@ -40,8 +55,8 @@ export function applyOsSnapshotBatchSql(): RawBuilder<unknown> {
         a.memory_queried_count, a.memory_validation_failed_count, a.memory_retrieval_result_count,
         a.last_seq, now()
       FROM per_session a
-      LEFT JOIN os_audit_batch su ON su.session_id = a.session_id AND su.seq = a.suspend_seq
-      LEFT JOIN os_audit_batch re ON re.session_id = a.session_id AND re.seq = a.resume_seq
+      LEFT JOIN events su ON su.session_id = a.session_id AND su.seq = a.suspend_seq
+      LEFT JOIN events re ON re.session_id = a.session_id AND re.seq = a.resume_seq
       ON CONFLICT (session_id) DO UPDATE SET
         last_suspend_seq = coalesce(excluded.last_suspend_seq, s.last_suspend_seq),
         last_suspend_turn = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_turn ELSE excluded.last_suspend_turn END,
@@ -71,7 +86,7 @@ export function applyOsSnapshotBatchSql(): RawBuilder<unknown> {
         b.payload ->> 'isolation', b.payload ->> 'context_inheritance', b.payload ->> 'result_termination',
         ARRAY(SELECT jsonb_array_elements_text(coalesce(b.payload -> 'permitted_capability_ids', '[]'))),
         now()
-      FROM os_audit_batch b
+      FROM events b
       WHERE b.kind = 'agent_process_changed' AND b.problem IS NULL
       WINDOW agent AS (PARTITION BY b.session_id, b.payload ->> 'agent_id')
       ORDER BY b.session_id, b.payload ->> 'agent_id', b.seq DESC
@@ -92,14 +107,14 @@ export function applyOsSnapshotBatchSql(): RawBuilder<unknown> {
       INSERT INTO os_signals (session_id, seq, turn, signal_id, disposition, queue_depth)
       SELECT session_id, seq, (payload ->> 'turn')::bigint, payload ->> 'signal_id', payload ->> 'disposition',
              (payload ->> 'queue_depth')::bigint
-      FROM os_audit_batch
+      FROM events
       WHERE kind = 'signal_disposed' AND problem IS NULL
       RETURNING 1
     ),
     budgets AS (
       INSERT INTO os_budget_exceeded (session_id, seq, turn, budget)
       SELECT session_id, seq, (payload ->> 'turn')::bigint, payload ->> 'budget'
-      FROM os_audit_batch
+      FROM events
       WHERE kind = 'budget_exceeded' AND problem IS NULL
       RETURNING 1
     )
