@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as eventStore from './0001-event-store.js';
 import * as osSnapshotProjection from './0002-os-snapshot-projection.js';
+import * as projectorFastPath from './0003-projector-fast-path.js';
 
 /**
  * Every migration, by name, applied in name order. Imported statically (not read from the
@@ -10,4 +11,5 @@ import * as osSnapshotProjection from './0002-os-snapshot-projection.js';
 export const migrations: Record<string, Migration> = {
   '0001-event-store': eventStore,
   '0002-os-snapshot-projection': osSnapshotProjection,
+  '0003-projector-fast-path': projectorFastPath,
 };

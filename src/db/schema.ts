@@ -109,6 +109,7 @@ export interface SessionEvents {
   session_id: string;
   transaction_id: Generated<string>;
   turn: Exact.Int8 | null;
+  validated: Generated<boolean>;
 }
 
 export interface Sessions {

@@ -5,12 +5,16 @@ import type { HeldLease, Lease } from './lease.js';
 import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted-error.js';
 import type { Projection } from './projection.js';
 import {
+  type BatchInspection,
+  completeBatchSql,
   createBatchSql,
-  createWindowSql,
-  dropBatchTablesSql,
+  dropBatchTableSql,
+  inspectBatchSql,
+  measureBatchSql,
   moveCheckpointSql,
+  preferIndexOrderSql,
+  recheckBatchSql,
   recordSkippedSql,
-  summarizeBatchSql,
 } from './sql/batch-sql.js';
 
 export interface BatchOptions {
@@ -48,44 +52,81 @@ export async function runBatch(
 ): Promise<BatchResult> {
   await lease.renew(held, db);
   const from = await readCheckpoint(db, projection.name);
-  await createWindowSql(from, options.batchSize).execute(db);
-  await createBatchSql(projection).execute(db);
-  const summary = (await summarizeBatchSql().execute(db)).rows[0]!;
-  if (summary.window_count === 0 || summary.end_transaction_id === null || summary.end_position === null) {
-    await dropBatchTablesSql().execute(db);
+  await preferIndexOrderSql(true).execute(db);
+  await createBatchSql(projection, from, options.batchSize).execute(db);
+  await preferIndexOrderSql(false).execute(db);
+  const extent = (await measureBatchSql().execute(db)).rows[0]!;
+  if (extent.window_count === 0 || extent.end_transaction_id === null || extent.end_position === null) {
+    await dropBatchTableSql().execute(db);
     return { windowCount: 0, eventsApplied: 0, skipped: 0, checkpoint: from };
   }
+  let inspection: BatchInspection = { batch_count: extent.window_count, jump: null, poison: null };
+  if (extent.incomplete) await completeBatchSql(projection).execute(db);
+  if (extent.incomplete || extent.has_poison) inspection = (await inspectBatchSql().execute(db)).rows[0]!;
+  stopOnHole(projection, inspection);
+  let skipped = await setPoisonAside(db, projection, inspection, options);
+  const refused = await tryApply(db, projection);
+  if (refused !== undefined) {
+    // A row marked as checked at the door could not be folded: check every row, then retry.
+    await recheckBatchSql(projection).execute(db);
+    inspection = (await inspectBatchSql().execute(db)).rows[0]!;
+    if (inspection.poison === null) throw refused;
+    skipped = await setPoisonAside(db, projection, inspection, options);
+    await projection.apply(db);
+  }
 
-  if (summary.jump !== null) {
-    const { session_id, missing_seq, next_stored_seq } = summary.jump;
+  const to: Checkpoint = { transactionId: extent.end_transaction_id, position: extent.end_position };
+  const moved = await moveCheckpointSql(projection.name, from, to, held, inspection.batch_count).execute(db);
+  if (moved.rows.length !== 1) throw new CheckpointMovedError(projection.name);
+  await dropBatchTableSql().execute(db);
+  return { windowCount: extent.window_count, eventsApplied: inspection.batch_count - skipped, skipped, checkpoint: to };
+}
+
+function stopOnHole(projection: Projection, inspection: BatchInspection): void {
+  if (inspection.jump === null) return;
+  const { session_id, missing_seq, next_stored_seq } = inspection.jump;
+  throw new ProjectionHaltedError(
+    `projection ${projection.name} stopped: session ${JSON.stringify(session_id)} has a hole in its log: ` +
+      `seq ${missing_seq} is missing (the next stored event is seq ${next_stored_seq})`,
+    'jump',
+    inspection.jump,
+  );
+}
+
+/** Stops on the batch's first poison event, or (skipInvalid) records them all; returns how many. */
+async function setPoisonAside(db: Kysely<DB>, projection: Projection, inspection: BatchInspection, options: BatchOptions): Promise<number> {
+  if (inspection.poison === null) return 0;
+  if (!options.skipInvalid) {
+    const { position, session_id, seq, kind, problem } = inspection.poison;
     throw new ProjectionHaltedError(
-      `projection ${projection.name} stopped: session ${JSON.stringify(session_id)} has a hole in its log: ` +
-        `seq ${missing_seq} is missing (the next stored event is seq ${next_stored_seq})`,
-      'jump',
-      summary.jump,
+      `projection ${projection.name} stopped at position ${position}: session ${JSON.stringify(session_id)}, seq ${seq} ` +
+        `(${kind}): ${problem} (run with --skip-invalid to set such events aside in projection_errors)`,
+      'poison',
+      inspection.poison,
     );
   }
-  let skipped = 0;
-  if (summary.poison !== null) {
-    if (!options.skipInvalid) {
-      const { position, session_id, seq, kind, problem } = summary.poison;
-      throw new ProjectionHaltedError(
-        `projection ${projection.name} stopped at position ${position}: session ${JSON.stringify(session_id)}, seq ${seq} ` +
-          `(${kind}): ${problem} (run with --skip-invalid to set such events aside in projection_errors)`,
-        'poison',
-        summary.poison,
-      );
-    }
-    const result = await recordSkippedSql(projection).execute(db);
-    skipped = Number(result.numAffectedRows ?? 0);
-  }
+  const result = await recordSkippedSql(projection).execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
 
-  await projection.apply(db);
-  const to: Checkpoint = { transactionId: summary.end_transaction_id, position: summary.end_position };
-  const moved = await moveCheckpointSql(projection.name, from, to, held, summary.batch_count).execute(db);
-  if (moved.rows.length !== 1) throw new CheckpointMovedError(projection.name);
-  await dropBatchTablesSql().execute(db);
-  return { windowCount: summary.window_count, eventsApplied: summary.batch_count - skipped, skipped, checkpoint: to };
+/** Folds the batch; when its data made the database refuse, folds nothing and returns the error. */
+async function tryApply(db: Kysely<DB>, projection: Projection): Promise<unknown> {
+  await sql`SAVEPOINT os_audit_apply`.execute(db);
+  try {
+    await projection.apply(db);
+    await sql`RELEASE SAVEPOINT os_audit_apply`.execute(db);
+    return undefined;
+  } catch (error) {
+    if (!isDataException(error)) throw error;
+    await sql`ROLLBACK TO SAVEPOINT os_audit_apply`.execute(db);
+    return error;
+  }
+}
+
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation). */
+function isDataException(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }
 
 export async function readCheckpoint(db: Kysely<DB>, projection: string): Promise<Checkpoint> {

@@ -9,13 +9,16 @@ import { osSnapshotProjector } from '../support/projector-harness.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
-/** Writes an event around the validator, as a hand-written INSERT would. */
-async function writeByHand(db: TestDatabase['db'], sessionId: string, seq: number, payload: string): Promise<number> {
+/**
+ * Writes an event around the validator, as a hand-written INSERT would; `validated` forges the
+ * mark os-audit's own writers set.
+ */
+async function writeByHand(db: TestDatabase['db'], sessionId: string, seq: number, payload: string, validated = false): Promise<number> {
   await sql`INSERT INTO sessions (session_id, last_seq) VALUES (${sessionId}, ${seq})
             ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq`.execute(db);
   const { rows } = await sql<{ position: number }>`
-    INSERT INTO session_events (session_id, seq, kind, payload)
-    VALUES (${sessionId}, ${seq}, ${payload}::jsonb ->> 'kind', ${payload}::jsonb) RETURNING position`.execute(db);
+    INSERT INTO session_events (session_id, seq, kind, payload, validated)
+    VALUES (${sessionId}, ${seq}, ${payload}::jsonb ->> 'kind', ${payload}::jsonb, ${validated}) RETURNING position`.execute(db);
   return rows[0]!.position;
 }
 
@@ -94,6 +97,34 @@ describe('a poison event (a stored row the snapshot cannot read)', () => {
       expect(skipped.stdout).toMatch(/projected 4 events .*1 events set aside in projection_errors/);
       expect(await runCliInProcess(['verify', '--all'], { env })).toMatchObject({ code: 0 });
     }));
+});
+
+describe('events written around the store', () => {
+  it('are folded like any other when they are valid', async () => {
+    const testDb = await createTestDatabase();
+    try {
+      await writeByHand(testDb.db, 'by-hand', 0, '{"kind":"budget_exceeded","turn":2,"budget":"tokens"}');
+      await osSnapshotProjector(testDb.db).catchUp();
+      expect((await readSqlOsSnapshot(testDb.db, 'by-hand'))?.snapshot.budget_exceeded).toEqual([{ turn: 2, budget: 'tokens' }]);
+    } finally {
+      await testDb.drop();
+    }
+  });
+
+  it('are caught even when they forge the validated mark, if the database cannot fold them', async () => {
+    const testDb = await createTestDatabase();
+    try {
+      await new EventStore(testDb.db).append('forged', [{ kind: 'page_in', turn: 1, entry_count: 1 }]);
+      const position = await writeByHand(testDb.db, 'forged', 1, '{"kind":"signal_disposed","turn":"x","signal_id":"s","disposition":"queue","queue_depth":1}', true);
+      await expect(osSnapshotProjector(testDb.db).catchUp()).rejects.toThrow(
+        new RegExp(`stopped at position ${position}: session "forged", seq 1 \\(signal_disposed\\): field "turn"`),
+      );
+      expect(await osSnapshotProjector(testDb.db, { skipInvalid: true }).catchUp()).toMatchObject({ eventsApplied: 1, skipped: 1 });
+      expect(await verifyOsSnapshots(testDb.db, { all: true })).toMatchObject({ mismatches: [], pending: [] });
+    } finally {
+      await testDb.drop();
+    }
+  });
 });
 
 describe('a hole in a session log (written around the store)', () => {

@@ -3,49 +3,84 @@ import type { Checkpoint } from '../checkpoint.js';
 import type { Projection } from '../projection.js';
 
 /**
- * The window of a batch: up to `limit` events after the checkpoint, in (transaction id,
- * position) order, of transactions older than every transaction still in progress. Identity
- * values are handed out at insert but become visible at commit; below that horizon nothing can
- * commit any more, so reading there never skips an event committed out of position order.
+ * The columns of a batch row, from an event `e` of `session_events` and the session's last
+ * folded seq: the body only for the kinds the projection reads, and why it cannot read the
+ * event. Events stored by os-audit's own writers were checked at the door (`validated`);
+ * only the others are checked here.
  */
-export function createWindowSql(after: Checkpoint, limit: number): RawBuilder<unknown> {
+function batchColumns(projection: Projection, prevSeq: RawBuilder<unknown>): RawBuilder<unknown> {
+  const reads = sql.join(projection.readsPayloadOf);
   return sql`
-    CREATE TEMP TABLE os_audit_window ON COMMIT DROP AS
-    SELECT transaction_id, position, session_id, seq
-    FROM session_events
-    WHERE (transaction_id, position) > (${after.transactionId}::xid8, ${after.position}::bigint)
-      AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-    ORDER BY transaction_id, position
-    LIMIT ${limit}`;
+    e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at, ${prevSeq} AS prev_seq,
+    CASE WHEN e.kind IN (${reads}) THEN e.payload END AS payload,
+    CASE WHEN NOT e.validated AND e.kind IN (${reads}) THEN ${sql.ref(projection.problemFunction)}(e.kind, e.payload) END AS problem`;
 }
 
 /**
- * The events a batch folds: for each session of the window, every event after the one the
- * projection folded last, up to the highest seq of the window. Events of one session are
- * applied in seq order even when transactions committed them in another order; an event met
- * again later in the window is then a duplicate and is not fetched again. `problem` says why
- * the projection cannot read an event (a poison event), or is NULL.
+ * A batch: up to `limit` events after the checkpoint, in (transaction id, position) order, of
+ * transactions older than every transaction still in progress. Identity values are handed out
+ * at insert but become visible at commit; below that horizon nothing can commit any more, so
+ * reading there never skips an event committed out of position order. Each row carries its
+ * session's last folded seq.
  */
-export function createBatchSql(projection: Projection): RawBuilder<unknown> {
+export function createBatchSql(projection: Projection, after: Checkpoint, limit: number): RawBuilder<unknown> {
   return sql`
     CREATE TEMP TABLE os_audit_batch ON COMMIT DROP AS
-    WITH targets AS (
-      SELECT w.session_id, max(w.seq) AS target_seq, coalesce(max(h.last_seq), -1) AS prev_seq
-      FROM os_audit_window w
-      LEFT JOIN ${sql.table(projection.sessionHeads)} h ON h.session_id = w.session_id
-      GROUP BY w.session_id
-    )
-    SELECT e.position, e.session_id, e.seq, e.kind, e.recorded_at, t.prev_seq, t.target_seq,
-      CASE WHEN e.kind IN (${sql.join(projection.readsPayloadOf)}) THEN e.payload END AS payload,
-      ${sql.ref(projection.problemFunction)}(e.kind, CASE WHEN e.kind IN (${sql.join(projection.readsPayloadOf)}) THEN e.payload END) AS problem
-    FROM targets t
-    JOIN session_events e ON e.session_id = t.session_id AND e.seq > t.prev_seq AND e.seq <= t.target_seq`;
+    SELECT ${batchColumns(projection, sql`coalesce(h.last_seq, -1)`)}
+    FROM (
+      SELECT * FROM session_events
+      WHERE (transaction_id, position) > (${after.transactionId}::xid8, ${after.position}::bigint)
+        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY transaction_id, position
+      LIMIT ${limit}
+    ) AS e
+    LEFT JOIN ${sql.table(projection.sessionHeads)} AS h ON h.session_id = e.session_id`;
 }
 
-export interface BatchSummary {
-  window_count: number;
-  end_transaction_id: string | null;
-  end_position: number | null;
+/**
+ * Makes {@link createBatchSql} walk the log's index in order: the planner cannot estimate the
+ * horizon and, without fresh statistics (right after a bulk import), would sort the whole
+ * backlog for every batch. With `false`, gives the planner its own settings back.
+ */
+export function preferIndexOrderSql(on: boolean): RawBuilder<unknown> {
+  return on
+    ? sql`SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)`
+    : sql`SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name IN ('enable_sort', 'enable_bitmapscan')`;
+}
+
+/**
+ * Makes each session's rows of the batch exactly the events after its last folded seq, up to
+ * the highest seq the batch read, in the rare cases they are not: events already folded (met
+ * again) are dropped, and events a transaction with a higher id committed earlier in the log
+ * (always committed before the ones that follow them) are fetched. Events of one session are
+ * thus folded in seq order, whatever order transactions committed them in.
+ */
+export function completeBatchSql(projection: Projection): RawBuilder<unknown> {
+  return sql`
+    WITH folded_already AS (
+      DELETE FROM os_audit_batch WHERE seq <= prev_seq RETURNING 1
+    ),
+    incomplete AS (
+      SELECT session_id, prev_seq, max(seq) AS target_seq
+      FROM os_audit_batch WHERE seq > prev_seq
+      GROUP BY session_id, prev_seq
+      HAVING min(seq) <> prev_seq + 1 OR max(seq) - prev_seq <> count(*)
+    )
+    INSERT INTO os_audit_batch
+    SELECT ${batchColumns(projection, sql`t.prev_seq`)}
+    FROM incomplete AS t
+    JOIN session_events AS e ON e.session_id = t.session_id AND e.seq > t.prev_seq AND e.seq <= t.target_seq
+    WHERE NOT EXISTS (SELECT 1 FROM os_audit_batch AS b WHERE b.session_id = e.session_id AND b.seq = e.seq)`;
+}
+
+/** Checks every event of the batch the projection reads, trusted or not (after a failed fold). */
+export function recheckBatchSql(projection: Projection): RawBuilder<unknown> {
+  return sql`
+    UPDATE os_audit_batch SET problem = ${sql.ref(projection.problemFunction)}(kind, payload)
+    WHERE payload IS NOT NULL`;
+}
+
+export interface BatchInspection {
   batch_count: number;
   /** The first hole in a session's log: the seq that is missing and the next one stored. */
   jump: { session_id: string; missing_seq: number; next_stored_seq: number } | null;
@@ -53,13 +88,38 @@ export interface BatchSummary {
   poison: { position: number; session_id: string; seq: number; kind: string; problem: string } | null;
 }
 
-/** Where the window ends, how big the batch is, and what in it must stop the projection. */
-export function summarizeBatchSql(): RawBuilder<BatchSummary> {
+/**
+ * Where the batch ends in the log, whether some session's rows need {@link completeBatchSql},
+ * and whether any event is poison: one pass and two small ones over the batch.
+ */
+export function measureBatchSql(): RawBuilder<BatchExtent> {
+  return sql`
+    WITH extent AS (
+      SELECT count(*) AS window_count, max(transaction_id) AS end_transaction_id,
+             coalesce(bool_or(problem IS NOT NULL), false) AS has_poison
+      FROM os_audit_batch
+    )
+    SELECT window_count, end_transaction_id::text AS end_transaction_id, has_poison,
+      (SELECT max(position) FROM os_audit_batch WHERE transaction_id = extent.end_transaction_id) AS end_position,
+      EXISTS (
+        SELECT 1 FROM os_audit_batch GROUP BY session_id, prev_seq
+        HAVING min(seq) <> prev_seq + 1 OR max(seq) - prev_seq <> count(*)
+      ) AS incomplete
+    FROM extent`;
+}
+
+export interface BatchExtent {
+  window_count: number;
+  end_transaction_id: string | null;
+  end_position: number | null;
+  has_poison: boolean;
+  incomplete: boolean;
+}
+
+/** What in the batch must stop the projection: a hole in a log, or an event it cannot read. */
+export function inspectBatchSql(): RawBuilder<BatchInspection> {
   return sql`
     SELECT
-      (SELECT count(*) FROM os_audit_window) AS window_count,
-      last.transaction_id::text AS end_transaction_id,
-      last.position AS end_position,
       (SELECT count(*) FROM os_audit_batch) AS batch_count,
       (SELECT json_build_object('session_id', session_id, 'missing_seq', prev_seq + rank, 'next_stored_seq', seq)
        FROM (SELECT session_id, seq, prev_seq, row_number() OVER (PARTITION BY session_id ORDER BY seq) AS rank
@@ -67,11 +127,7 @@ export function summarizeBatchSql(): RawBuilder<BatchSummary> {
        WHERE seq <> prev_seq + rank
        ORDER BY session_id, seq LIMIT 1) AS jump,
       (SELECT json_build_object('position', position, 'session_id', session_id, 'seq', seq, 'kind', kind, 'problem', problem)
-       FROM os_audit_batch WHERE problem IS NOT NULL ORDER BY position LIMIT 1) AS poison
-    FROM (SELECT NULL) AS one
-    LEFT JOIN LATERAL (
-      SELECT transaction_id, position FROM os_audit_window ORDER BY transaction_id DESC, position DESC LIMIT 1
-    ) AS last ON true`;
+       FROM os_audit_batch WHERE problem IS NOT NULL ORDER BY position LIMIT 1) AS poison`;
 }
 
 /** Sets the batch's poison events aside (`--skip-invalid`), in the same transaction. */
@@ -82,9 +138,9 @@ export function recordSkippedSql(projection: Projection): RawBuilder<unknown> {
     FROM os_audit_batch WHERE problem IS NOT NULL`;
 }
 
-/** Drops the batch tables, so that several batches can run in one transaction (a rebuild). */
-export function dropBatchTablesSql(): RawBuilder<unknown> {
-  return sql`DROP TABLE os_audit_window, os_audit_batch`;
+/** Drops the batch table, so that several batches can run in one transaction (a rebuild). */
+export function dropBatchTableSql(): RawBuilder<unknown> {
+  return sql`DROP TABLE os_audit_batch`;
 }
 
 /**

@@ -18,8 +18,8 @@ export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent
         SET last_seq = s.last_seq + ${count}, last_recorded_at = now()
       RETURNING last_seq
     )
-    INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text)
-    SELECT ${sessionId}, head.last_seq - ${count} + e.ordinal, e.kind, e.turn, e.payload, e.payload_text
+    INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
+    SELECT ${sessionId}, head.last_seq - ${count} + e.ordinal, e.kind, e.turn, e.payload, e.payload_text, true
     FROM head,
          unnest(${columns.kinds}::text[], ${columns.turns}::bigint[], ${columns.payloads}::jsonb[],
                 ${columns.payloadTexts}::text[]) WITH ORDINALITY AS e(kind, turn, payload, payload_text, ordinal)

@@ -34,8 +34,8 @@ export function appendSequencedSql(rows: EventRows): RawBuilder<{ session_id: st
       WHERE s.session_id = b.session_id AND s.last_seq = b.first_seq - 1
       RETURNING s.session_id
     )
-    INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text)
-    SELECT e.session_id, e.seq, e.kind, e.turn, e.payload, e.payload_text
+    INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
+    SELECT e.session_id, e.seq, e.kind, e.turn, e.payload, e.payload_text, true
     FROM incoming AS e
     WHERE e.session_id IN (SELECT session_id FROM created UNION ALL SELECT session_id FROM advanced)
     ORDER BY e.session_id, e.seq
