@@ -64,7 +64,8 @@ export class EventStore {
     if (encoded.length === 0) return [];
     if (expectedSeq === undefined) {
       const { rows } = await appendAtHeadSql(sessionId, encoded).execute(this.db);
-      return rows.map((row) => row.seq);
+      const first = rows[0]!.last_seq - encoded.length + 1;
+      return encoded.map((_, index) => first + index);
     }
     const rows = emptyRows();
     encoded.forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
@@ -79,9 +80,9 @@ export class EventStore {
    */
   async appendSequenced(rows: EventRows): Promise<void> {
     if (rows.seqs.length === 0) return;
-    const { rows: inserted } = await appendSequencedSql(rows).execute(this.db);
-    if (inserted.length === rows.seqs.length) return;
-    const advanced = new Set(inserted.map((row) => row.session_id));
+    const result = (await appendSequencedSql(rows).execute(this.db)).rows[0]!;
+    if (result.inserted === rows.seqs.length) return;
+    const advanced = new Set(result.advanced);
     const index = rows.sessionIds.findIndex((sessionId) => !advanced.has(sessionId));
     const sessionId = rows.sessionIds[index]!;
     const actual = await this.lastSeq(sessionId);

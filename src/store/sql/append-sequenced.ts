@@ -1,19 +1,18 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { EventRows } from './event-rows.js';
+import { type EventRows, eventColumnsSql } from './event-rows.js';
 
 /**
  * Appends rows whose seqs the caller chose, for any number of sessions, in one statement.
  * A session advances only where its stored head is exactly one before the batch's first seq
  * (a new session where that first seq is 0); rows of a session that does not advance are not
- * inserted, so the caller compares the returned rows with what it sent.
+ * inserted. Returns how many rows were inserted and which sessions advanced.
  * Each session's rows must be contiguous in seq.
  */
-export function appendSequencedSql(rows: EventRows): RawBuilder<{ session_id: string; seq: number }> {
+export function appendSequencedSql(rows: EventRows): RawBuilder<{ inserted: number; advanced: string[] }> {
   return sql`
     WITH incoming AS (
       SELECT *
-      FROM unnest(${rows.sessionIds}::text[], ${rows.seqs}::bigint[], ${rows.kinds}::text[],
-                  ${rows.turns}::bigint[], ${rows.payloads}::jsonb[], ${rows.payloadTexts}::text[])
+      FROM ROWS FROM (unnest(${rows.sessionIds}::text[]), unnest(${rows.seqs}::bigint[]), ${eventColumnsSql(rows)})
         AS e(session_id, seq, kind, turn, payload, payload_text)
     ),
     batch AS (
@@ -33,11 +32,15 @@ export function appendSequencedSql(rows: EventRows): RawBuilder<{ session_id: st
       FROM batch AS b
       WHERE s.session_id = b.session_id AND s.last_seq = b.first_seq - 1
       RETURNING s.session_id
+    ),
+    inserted AS (
+      INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
+      SELECT e.session_id, e.seq, e.kind, e.turn, e.payload, e.payload_text, true
+      FROM incoming AS e
+      WHERE e.session_id IN (SELECT session_id FROM created UNION ALL SELECT session_id FROM advanced)
+      ORDER BY e.session_id, e.seq
+      RETURNING 1
     )
-    INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
-    SELECT e.session_id, e.seq, e.kind, e.turn, e.payload, e.payload_text, true
-    FROM incoming AS e
-    WHERE e.session_id IN (SELECT session_id FROM created UNION ALL SELECT session_id FROM advanced)
-    ORDER BY e.session_id, e.seq
-    RETURNING session_id, seq`;
+    SELECT (SELECT count(*) FROM inserted) AS inserted,
+           ARRAY(SELECT session_id FROM created UNION ALL SELECT session_id FROM advanced) AS advanced`;
 }

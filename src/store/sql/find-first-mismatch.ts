@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { EventRows } from './event-rows.js';
+import { type EventRows, eventColumnsSql } from './event-rows.js';
 
 /**
  * Of rows that should already be stored (a re-import), the first one (by its index in `rows`,
@@ -9,8 +9,8 @@ import type { EventRows } from './event-rows.js';
 export function findFirstMismatchSql(rows: EventRows): RawBuilder<{ ordinal: number }> {
   return sql`
     SELECT e.ordinal::int AS ordinal
-    FROM unnest(${rows.sessionIds}::text[], ${rows.seqs}::bigint[], ${rows.payloads}::jsonb[],
-                ${rows.payloadTexts}::text[]) WITH ORDINALITY AS e(session_id, seq, payload, payload_text, ordinal)
+    FROM ROWS FROM (unnest(${rows.sessionIds}::text[]), unnest(${rows.seqs}::bigint[]), ${eventColumnsSql(rows)})
+         WITH ORDINALITY AS e(session_id, seq, kind, turn, payload, payload_text, ordinal)
     LEFT JOIN session_events AS stored ON stored.session_id = e.session_id AND stored.seq = e.seq
     WHERE stored.seq IS NULL
        OR stored.payload <> e.payload
