@@ -13,6 +13,8 @@ import { InvalidUtf8Error, readLines } from './read-lines.js';
 export interface ImportOptions extends EncodeOptions {
   /** Events per write; bounds memory. Default 2000. */
   chunkSize?: number;
+  /** Files of a directory imported at once; default 4. The store's pool needs as many connections. */
+  concurrency?: number;
   /** Called after each stored chunk and each finished file. */
   onProgress?: (progress: ImportProgress) => void;
 }
@@ -65,7 +67,10 @@ export async function importLogs(
   return importStream(store, createReadStream(source), source, options);
 }
 
-/** Imports a directory of `<session_id>.jsonl` files, one transaction per file. */
+/**
+ * Imports a directory of `<session_id>.jsonl` files, one transaction per file, several files
+ * at a time (`concurrency`), so that reading one file overlaps with storing another.
+ */
 export async function importDirectory(store: EventStore, directory: string, options: ImportOptions = {}): Promise<ImportReport> {
   const entries = (await fs.readdir(directory, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
   const files = entries.filter((entry) => entry.isFile() && entry.name.endsWith('.jsonl'));
@@ -73,36 +78,60 @@ export async function importDirectory(store: EventStore, directory: string, opti
   report.ignoredEntries = entries.filter((entry) => !files.includes(entry)).map((entry) => entry.name);
   report.files = files.length;
   let bytesRead = 0;
+  let filesDone = 0;
+  const failures: (ImportFailure | undefined)[] = [];
 
-  for (const [index, file] of files.entries()) {
+  await forEachConcurrently(files, options.concurrency ?? DEFAULT_CONCURRENCY, async (file, index) => {
     const filePath = path.join(directory, file.name);
-    const sessionId = file.name.slice(0, -'.jsonl'.length);
     try {
-      const result = await store.transaction(async (transaction) => {
-        checkSessionId(sessionId, { file: filePath });
-        const writer = new LogWriter(transaction, options.chunkSize);
-        let fileBytes = 0;
-        for await (const line of linesOf(createReadStream(filePath), filePath)) {
-          const origin: EventOrigin = { file: filePath, line: line.lineNumber, sessionId };
-          const envelope = parseEnvelope(line.text, origin, ['seq', 'event']);
-          const seq = readSeq(envelope, origin);
-          await writer.add(sessionId, seq, encodeEvent(envelope.event!, { ...origin, seq }, options), { ...origin, seq });
-          fileBytes = line.bytesRead;
-        }
-        await writer.flush();
-        return { counts: writer.counts, fileBytes };
-      });
+      const result = await importSessionFile(store, filePath, file.name.slice(0, -'.jsonl'.length), options);
       report.sessions += 1;
       report.newEvents += result.counts.newEvents;
       report.existingEvents += result.counts.existingEvents;
       bytesRead += result.fileBytes;
     } catch (error) {
       if (!isInputError(error)) throw error;
-      report.failures.push({ source: filePath, message: error.message });
+      failures[index] = { source: filePath, message: error.message };
     }
-    options.onProgress?.({ ...countsOf(report), bytesRead, filesDone: index + 1, filesTotal: files.length });
-  }
+    filesDone += 1;
+    options.onProgress?.({ ...countsOf(report), bytesRead, filesDone, filesTotal: files.length });
+  });
+  report.failures = failures.filter((failure) => failure !== undefined);
   return report;
+}
+
+/** Files imported at once by default: enough to overlap parsing with the database's work. */
+const DEFAULT_CONCURRENCY = 4;
+
+async function importSessionFile(store: EventStore, filePath: string, sessionId: string, options: ImportOptions) {
+  return store.transaction(async (transaction) => {
+    checkSessionId(sessionId, { file: filePath });
+    const writer = new LogWriter(transaction, options.chunkSize);
+    let fileBytes = 0;
+    for await (const lines of linesOf(createReadStream(filePath), filePath)) {
+      for (const line of lines) {
+        const origin: EventOrigin = { file: filePath, line: line.lineNumber, sessionId };
+        const envelope = parseEnvelope(line.text, origin, ['seq', 'event']);
+        const seq = readSeq(envelope, origin);
+        await writer.add(sessionId, seq, encodeEvent(envelope.event!, { ...origin, seq }, options), { ...origin, seq });
+        fileBytes = line.bytesRead;
+      }
+    }
+    await writer.flush();
+    return { counts: writer.counts, fileBytes };
+  });
+}
+
+/** Runs `work` over `items` with at most `limit` at a time; the first error stops the rest. */
+async function forEachConcurrently<T>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      await work(items[index]!, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /** Imports one JSONL stream of `{"session_id", "seq", "event"}` lines in one transaction. */
@@ -119,18 +148,20 @@ export async function importStream(
     const counts = await store.transaction(async (transaction) => {
       const writer = new LogWriter(transaction, options.chunkSize);
       let lastReported = writer.counts.newEvents + writer.counts.existingEvents;
-      for await (const line of linesOf(input, name)) {
-        const origin: EventOrigin = { file: name, line: line.lineNumber };
-        const envelope = parseEnvelope(line.text, origin, ['session_id', 'seq', 'event']);
-        const sessionId = checkSessionId(envelope.session_id, origin);
-        const seq = readSeq(envelope, { ...origin, sessionId });
-        const eventOrigin = { ...origin, sessionId, seq };
-        sessions.add(sessionId);
-        await writer.add(sessionId, seq, encodeEvent(envelope.event!, eventOrigin, options), eventOrigin);
+      for await (const lines of linesOf(input, name)) {
+        for (const line of lines) {
+          const origin: EventOrigin = { file: name, line: line.lineNumber };
+          const envelope = parseEnvelope(line.text, origin, ['session_id', 'seq', 'event']);
+          const sessionId = checkSessionId(envelope.session_id, origin);
+          const seq = readSeq(envelope, { ...origin, sessionId });
+          const eventOrigin = { ...origin, sessionId, seq };
+          sessions.add(sessionId);
+          await writer.add(sessionId, seq, encodeEvent(envelope.event!, eventOrigin, options), eventOrigin);
+        }
         const done = writer.counts.newEvents + writer.counts.existingEvents;
         if (done !== lastReported) {
           lastReported = done;
-          options.onProgress?.({ ...writer.counts, bytesRead: line.bytesRead, filesDone: 0, filesTotal: 1 });
+          options.onProgress?.({ ...writer.counts, bytesRead: lines[lines.length - 1]!.bytesRead, filesDone: 0, filesTotal: 1 });
         }
       }
       await writer.flush();
@@ -146,6 +177,7 @@ export async function importStream(
   return report;
 }
 
+/** The input's lines, a chunk at a time; a line that is not UTF-8 is an input error. */
 async function* linesOf(input: Readable, name: string) {
   try {
     yield* readLines(input);

@@ -65,13 +65,16 @@ async function* readBareEvents(
   let isArray: boolean | undefined;
   let arrayText = '';
   try {
-    for await (const line of readLines(input)) {
-      isArray ??= line.text.trimStart().startsWith('[');
-      if (isArray) {
-        arrayText += `${line.text}\n`;
-        continue;
+    for await (const lines of readLines(input)) {
+      for (const line of lines) {
+        isArray ??= line.text.trimStart().startsWith('[');
+        if (isArray) {
+          arrayText += `${line.text}\n`;
+          continue;
+        }
+        const origin = { file: name, line: line.lineNumber, sessionId };
+        yield { value: parseOrFail(line.text, origin), origin };
       }
-      yield { value: parseOrFail(line.text, { file: name, line: line.lineNumber, sessionId }), origin: { file: name, line: line.lineNumber, sessionId } };
     }
   } catch (error) {
     if (error instanceof InvalidUtf8Error) {
