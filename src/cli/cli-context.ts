@@ -33,9 +33,9 @@ export function resolveDatabaseUrl(flag: string | undefined, io: CliIo): string 
   return url;
 }
 
-/** Opens the database for one command and always closes it. */
-export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
-  const db = openDatabase({ connectionString: url, applicationName: 'os-audit-cli', maxConnections: 2 });
+/** Opens the database for one command (with a pool of `connections`) and always closes it. */
+export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>, connections = 2): Promise<T> {
+  const db = openDatabase({ connectionString: url, applicationName: 'os-audit-cli', maxConnections: connections });
   try {
     return await work(db);
   } finally {

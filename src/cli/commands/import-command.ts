@@ -5,6 +5,9 @@ import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { ProgressLine } from '../progress-line.js';
 
+/** Files of a directory stored at once (and database connections to do it). */
+const IMPORT_CONCURRENCY = 4;
+
 export function registerImportCommand(program: Command, io: CliIo): void {
   program
     .command('import')
@@ -24,13 +27,16 @@ export function registerImportCommand(program: Command, io: CliIo): void {
     .action(async (source: string, options: { strict?: boolean; chunkSize: number }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const progress = new ProgressLine(io.stderr);
-      const report = await withDatabase(url, (db) =>
-        importLogs(
-          new EventStore(db),
-          source,
-          { strict: options.strict, chunkSize: options.chunkSize, onProgress: (p) => progress.update(describeProgress(p)) },
-          io.stdin,
-        ),
+      const report = await withDatabase(
+        url,
+        (db) =>
+          importLogs(
+            new EventStore(db),
+            source,
+            { strict: options.strict, chunkSize: options.chunkSize, concurrency: IMPORT_CONCURRENCY, onProgress: (p) => progress.update(describeProgress(p)) },
+            io.stdin,
+          ),
+        IMPORT_CONCURRENCY,
       );
       progress.done();
       for (const failure of report.failures) await write(io.stderr, `os-audit: ${failure.message}\n`);
