@@ -144,9 +144,10 @@ export function dropBatchTableSql(): RawBuilder<unknown> {
 }
 
 /**
- * Moves the checkpoint from `from` to `to`, only if it is still at `from` and the writer still
- * holds the lease of this epoch (the fencing token): otherwise no row changes, and the caller
- * rolls the batch back.
+ * Moves the checkpoint from `from` to `to`, only if it is still at `from` and the lease is
+ * still this writer's, of this epoch (the fencing token): otherwise no row changes, and the
+ * caller rolls the batch back. The lease may have expired meanwhile: the batch has held its row
+ * since renewing it, so no one else can have taken it, however long the batch took.
  */
 export function moveCheckpointSql(
   projection: string,
@@ -165,6 +166,5 @@ export function moveCheckpointSql(
       AND c.transaction_id = ${from.transactionId}::xid8 AND c.position = ${from.position}
       AND c.epoch <= ${lease.epoch}
       AND l.projection = c.projection AND l.owner = ${lease.owner} AND l.epoch = ${lease.epoch}
-      AND l.expires_at > clock_timestamp()
     RETURNING 1 AS moved`;
 }
