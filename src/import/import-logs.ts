@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { isJsonObject, JsonFloat, type JsonObject } from '../json/json-value.js';
 import { JsonParseError, parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from '../store/concurrency-error.js';
-import { checkSessionId, type EncodeOptions, encodeEvent } from '../store/encode-event.js';
+import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
 import { LogWriter, type WriteCounts } from './log-writer.js';
@@ -68,8 +68,11 @@ export async function importLogs(
 }
 
 /**
- * Imports a directory of `<session_id>.jsonl` files, one transaction per file, several files
- * at a time (`concurrency`), so that reading one file overlaps with storing another.
+ * Imports a directory of `<session_id>.jsonl` files. Each file is its own atomic unit: small
+ * files are read and checked first, then stored a group at a time (one transaction per group
+ * of about `chunkSize` events; a group the database refuses is stored again file by file, so a
+ * bad file never takes its neighbours down); a file larger than that is streamed in its own
+ * transaction. Up to `concurrency` groups are stored at once, while the next ones are read.
  */
 export async function importDirectory(store: EventStore, directory: string, options: ImportOptions = {}): Promise<ImportReport> {
   const entries = (await fs.readdir(directory, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
@@ -77,61 +80,169 @@ export async function importDirectory(store: EventStore, directory: string, opti
   const report = emptyReport();
   report.ignoredEntries = entries.filter((entry) => !files.includes(entry)).map((entry) => entry.name);
   report.files = files.length;
+  const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
+  const failures: (ImportFailure | undefined)[] = [];
   let bytesRead = 0;
   let filesDone = 0;
-  const failures: (ImportFailure | undefined)[] = [];
 
-  await forEachConcurrently(files, options.concurrency ?? DEFAULT_CONCURRENCY, async (file, index) => {
-    const filePath = path.join(directory, file.name);
-    try {
-      const result = await importSessionFile(store, filePath, file.name.slice(0, -'.jsonl'.length), options);
-      report.sessions += 1;
-      report.newEvents += result.counts.newEvents;
-      report.existingEvents += result.counts.existingEvents;
-      bytesRead += result.fileBytes;
-    } catch (error) {
-      if (!isInputError(error)) throw error;
-      failures[index] = { source: filePath, message: error.message };
+  const finished: Finished = (done, outcome) => {
+    if (outcome instanceof Error) {
+      failures[done[0]!.index] = { source: done[0]!.path, message: outcome.message };
+    } else {
+      report.sessions += done.length;
+      report.newEvents += outcome.newEvents;
+      report.existingEvents += outcome.existingEvents;
     }
-    filesDone += 1;
+    for (const file of done) bytesRead += file.bytes;
+    filesDone += done.length;
     options.onProgress?.({ ...countsOf(report), bytesRead, filesDone, filesTotal: files.length });
-  });
+  };
+  const storing = new StoringQueue(options.concurrency ?? DEFAULT_CONCURRENCY);
+  let group: ReadFile[] = [];
+  let groupEvents = 0;
+
+  for (const [index, entry] of files.entries()) {
+    const file: SessionFile = { index, path: path.join(directory, entry.name), sessionId: entry.name.slice(0, -'.jsonl'.length), bytes: 0 };
+    const read = await readSessionFile(file, options, chunkSize).catch((error: unknown) => {
+      if (!isInputError(error)) throw error;
+      return error;
+    });
+    if (read instanceof Error) {
+      finished([file], read);
+    } else if (read === 'too large') {
+      await storing.add(() => importLargeSessionFile(store, file, options).then((counts) => finished([file], counts), failedInput(file, finished)));
+    } else {
+      group.push(read);
+      groupEvents += read.events.length;
+      if (groupEvents >= chunkSize) {
+        const full = group;
+        await storing.add(() => storeGroup(store, full, finished));
+        group = [];
+        groupEvents = 0;
+      }
+    }
+  }
+  if (group.length > 0) await storing.add(() => storeGroup(store, group, finished));
+  await storing.drain();
   report.failures = failures.filter((failure) => failure !== undefined);
   return report;
 }
 
-/** Files imported at once by default: enough to overlap parsing with the database's work. */
+/** Files stored at once by default: enough to overlap reading with the database's work. */
 const DEFAULT_CONCURRENCY = 4;
+const DEFAULT_CHUNK_SIZE = 2000;
 
-async function importSessionFile(store: EventStore, filePath: string, sessionId: string, options: ImportOptions) {
+/** Reports files stored together (with their counts) or one file refused (with why). */
+type Finished = (files: readonly SessionFile[], outcome: WriteCounts | Error) => void;
+
+interface SessionFile {
+  index: number;
+  path: string;
+  sessionId: string;
+  bytes: number;
+}
+
+interface ReadFile extends SessionFile {
+  events: { seq: number; event: EncodedEvent; origin: EventOrigin }[];
+}
+
+/** Reads and checks a whole file, or says it holds more than `maxEvents` (to be streamed). */
+async function readSessionFile(file: SessionFile, options: ImportOptions, maxEvents: number): Promise<ReadFile | 'too large'> {
+  checkSessionId(file.sessionId, { file: file.path });
+  const read: ReadFile = { ...file, events: [] };
+  const input = createReadStream(file.path);
+  for await (const lines of linesOf(input, file.path)) {
+    for (const line of lines) {
+      const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
+      const envelope = parseEnvelope(line.text, origin, ['seq', 'event']);
+      const seq = readSeq(envelope, origin);
+      const at = { ...origin, seq };
+      read.events.push({ seq, event: encodeEvent(envelope.event!, at, options), origin: at });
+      read.bytes = line.bytesRead;
+    }
+    if (read.events.length > maxEvents) {
+      input.destroy();
+      return 'too large';
+    }
+  }
+  file.bytes = read.bytes;
+  return read;
+}
+
+/** Stores a group of read files in one transaction, or, when it is refused, file by file. */
+async function storeGroup(store: EventStore, group: readonly ReadFile[], finished: Finished): Promise<void> {
+  try {
+    const counts = await store.transaction(async (transaction) => {
+      const writer = new LogWriter(transaction, Number.POSITIVE_INFINITY);
+      for (const file of group) {
+        for (const { seq, event, origin } of file.events) await writer.add(file.sessionId, seq, event, origin);
+      }
+      await writer.flush();
+      return writer.counts;
+    });
+    finished(group, counts);
+  } catch (error) {
+    if (!isInputError(error)) throw error;
+    if (group.length === 1) return finished(group, error);
+    for (const file of group) await storeGroup(store, [file], finished);
+  }
+}
+
+/** A file too large to hold: streamed into its own transaction, a chunk at a time. */
+async function importLargeSessionFile(store: EventStore, file: SessionFile, options: ImportOptions): Promise<WriteCounts> {
   return store.transaction(async (transaction) => {
-    checkSessionId(sessionId, { file: filePath });
     const writer = new LogWriter(transaction, options.chunkSize);
-    let fileBytes = 0;
-    for await (const lines of linesOf(createReadStream(filePath), filePath)) {
+    for await (const lines of linesOf(createReadStream(file.path), file.path)) {
       for (const line of lines) {
-        const origin: EventOrigin = { file: filePath, line: line.lineNumber, sessionId };
+        const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
         const envelope = parseEnvelope(line.text, origin, ['seq', 'event']);
         const seq = readSeq(envelope, origin);
-        await writer.add(sessionId, seq, encodeEvent(envelope.event!, { ...origin, seq }, options), { ...origin, seq });
-        fileBytes = line.bytesRead;
+        await writer.add(file.sessionId, seq, encodeEvent(envelope.event!, { ...origin, seq }, options), { ...origin, seq });
+        file.bytes = line.bytesRead;
       }
     }
     await writer.flush();
-    return { counts: writer.counts, fileBytes };
+    return writer.counts;
   });
 }
 
-/** Runs `work` over `items` with at most `limit` at a time; the first error stops the rest. */
-async function forEachConcurrently<T>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      await work(items[index]!, index);
-    }
+function failedInput(file: SessionFile, finished: Finished) {
+  return (error: unknown) => {
+    if (!isInputError(error)) throw error;
+    finished([file], error);
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * Runs tasks with at most `limit` at a time: `add` waits for a free place. The first task that
+ * fails fails `add` or `drain`, after the tasks under way have settled.
+ */
+class StoringQueue {
+  private readonly running = new Set<Promise<void>>();
+  private failure: { error: unknown } | undefined;
+
+  constructor(private readonly limit: number) {}
+
+  async add(task: () => Promise<void>): Promise<void> {
+    this.throwIfFailed();
+    const promise: Promise<void> = task()
+      .catch((error: unknown) => {
+        this.failure ??= { error };
+      })
+      .finally(() => this.running.delete(promise));
+    this.running.add(promise);
+    if (this.running.size >= this.limit) await Promise.race(this.running);
+    this.throwIfFailed();
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all(this.running);
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure.error;
+  }
 }
 
 /** Imports one JSONL stream of `{"session_id", "seq", "event"}` lines in one transaction. */
