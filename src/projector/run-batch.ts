@@ -76,7 +76,7 @@ export async function runBatch(
   }
 
   const to: Checkpoint = { transactionId: extent.end_transaction_id, position: extent.end_position };
-  const moved = await moveCheckpointSql(projection.name, from, to, held, inspection.batch_count).execute(db);
+  const moved = await moveCheckpointSql(projection.name, from, to, held, inspection.batch_count - skipped).execute(db);
   if (moved.rows.length !== 1) throw new CheckpointMovedError(projection.name);
   await dropBatchTableSql().execute(db);
   return { windowCount: extent.window_count, eventsApplied: inspection.batch_count - skipped, skipped, checkpoint: to };

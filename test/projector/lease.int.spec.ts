@@ -2,7 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
-import { osSnapshotProjector } from '../support/projector-harness.js';
+import { osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 const testDb = useTestDatabase();
@@ -10,6 +10,7 @@ const testDb = useTestDatabase();
 describe('the lease', () => {
   it('lets a batch that outlasts the lease commit: nobody can take the lease while the batch holds it', async () => {
     await new EventStore(testDb.db).append('slow-batch', [sampleEvent(1), sampleEvent(2)]);
+    await waitForHorizon(testDb.db);
     const projector = osSnapshotProjector(testDb.db, { leaseTtlMs: 500 });
     const rival = osSnapshotProjector(testDb.db, { leaseTtlMs: 500, owner: 'rival' });
     expect(await projector.lead()).toBe(true);

@@ -47,8 +47,11 @@ describe('a poison event (a stored row the snapshot cannot read)', () => {
       );
       const status = await readProjectionStatus(db, 'os_snapshot');
       expect(status.lastError?.message).toContain(`position ${position}`);
-      expect(status.behind.events).toBe(5);
-      expect(await db.selectFrom('os_snapshots').selectAll().execute()).toEqual([]);
+      // Nothing at or after the poison event was folded (events before it may have been,
+      // in earlier batches, when another transaction held the horizon for a moment).
+      expect(status.behind.events).toBeGreaterThanOrEqual(3);
+      const poisoned = await readSqlOsSnapshot(db, 'poisoned');
+      expect(poisoned?.lastSeq ?? -1).toBeLessThan(1);
     }));
 
   it('keeps a daemon alive and reporting instead of crash-looping', () =>
@@ -86,7 +89,7 @@ describe('a poison event (a stored row the snapshot cannot read)', () => {
     }));
 
   it('makes the CLI exit 1 by default and 0 with --skip-invalid', () =>
-    withPoisonedLog(async ({ url }, position) => {
+    withPoisonedLog(async ({ url, db }, position) => {
       const env = { DATABASE_URL: url };
       const stopped = await runCliInProcess(['project', '--once'], { env });
       expect(stopped.code).toBe(1);
@@ -94,7 +97,8 @@ describe('a poison event (a stored row the snapshot cannot read)', () => {
       expect((await runCliInProcess(['status'], { env })).stdout).toMatch(/last error: projection os_snapshot stopped at position/);
       const skipped = await runCliInProcess(['project', '--once', '--skip-invalid'], { env });
       expect(skipped).toMatchObject({ code: 0 });
-      expect(skipped.stdout).toMatch(/projected 4 events .*1 events set aside in projection_errors/);
+      expect(skipped.stdout).toMatch(/projected \d+ events .*1 events set aside in projection_errors/);
+      expect((await readProjectionStatus(db, 'os_snapshot')).checkpoint.eventsApplied).toBe(4);
       expect(await runCliInProcess(['verify', '--all'], { env })).toMatchObject({ code: 0 });
     }));
 });
@@ -119,7 +123,8 @@ describe('events written around the store', () => {
       await expect(osSnapshotProjector(testDb.db).catchUp()).rejects.toThrow(
         new RegExp(`stopped at position ${position}: session "forged", seq 1 \\(signal_disposed\\): field "turn"`),
       );
-      expect(await osSnapshotProjector(testDb.db, { skipInvalid: true }).catchUp()).toMatchObject({ eventsApplied: 1, skipped: 1 });
+      expect(await osSnapshotProjector(testDb.db, { skipInvalid: true }).catchUp()).toMatchObject({ skipped: 1 });
+      expect((await readProjectionStatus(testDb.db, 'os_snapshot')).checkpoint.eventsApplied).toBe(1);
       expect(await verifyOsSnapshots(testDb.db, { all: true })).toMatchObject({ mismatches: [], pending: [] });
     } finally {
       await testDb.drop();
