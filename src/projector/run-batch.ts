@@ -1,18 +1,18 @@
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import type { Checkpoint } from './checkpoint.js';
-import type { HeldLease, Lease } from './lease.js';
+import { type HeldLease, type Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted-error.js';
 import type { Projection } from './projection.js';
 import {
   type BatchInspection,
+  beginBatchSql,
   completeBatchSql,
-  createBatchSql,
-  dropBatchTableSql,
+  ensureBatchTableSql,
+  fillBatchSql,
   inspectBatchSql,
   measureBatchSql,
   moveCheckpointSql,
-  preferIndexOrderSql,
   recheckBatchSql,
   recordSkippedSql,
 } from './sql/batch-sql.js';
@@ -50,14 +50,14 @@ export async function runBatch(
   held: HeldLease,
   options: BatchOptions,
 ): Promise<BatchResult> {
-  await lease.renew(held, db);
-  const from = await readCheckpoint(db, projection.name);
-  await preferIndexOrderSql(true).execute(db);
-  await createBatchSql(projection, from, options.batchSize).execute(db);
-  await preferIndexOrderSql(false).execute(db);
-  const extent = (await measureBatchSql().execute(db)).rows[0]!;
+  const start = (await beginBatchSql(projection.name, held, lease.ttlMs).execute(db)).rows[0];
+  if (start === undefined) throw new Error(`projection ${projection.name} has no checkpoint row: run os-audit migrate`);
+  if (!start.renewed) throw new LeaseLostError(projection.name, held.owner, held.epoch);
+  const from: Checkpoint = { transactionId: start.transaction_id, position: start.position };
+  await ensureBatchTableSql().execute(db);
+  await fillBatchSql(projection, from, options.batchSize).execute(db);
+  const extent = (await measureBatchSql(start).execute(db)).rows[0]!;
   if (extent.window_count === 0 || extent.end_transaction_id === null || extent.end_position === null) {
-    await dropBatchTableSql().execute(db);
     return { windowCount: 0, eventsApplied: 0, skipped: 0, checkpoint: from };
   }
   let inspection: BatchInspection = { batch_count: extent.window_count, jump: null, poison: null };
@@ -78,7 +78,6 @@ export async function runBatch(
   const to: Checkpoint = { transactionId: extent.end_transaction_id, position: extent.end_position };
   const moved = await moveCheckpointSql(projection.name, from, to, held, inspection.batch_count - skipped).execute(db);
   if (moved.rows.length !== 1) throw new CheckpointMovedError(projection.name);
-  await dropBatchTableSql().execute(db);
   return { windowCount: extent.window_count, eventsApplied: inspection.batch_count - skipped, skipped, checkpoint: to };
 }
 

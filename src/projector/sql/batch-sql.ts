@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Checkpoint } from '../checkpoint.js';
 import type { Projection } from '../projection.js';
+import { renewLeaseSql } from './lease-sql.js';
 
 /**
  * The columns of a batch row, from an event `e` of `session_events` and the session's last
@@ -16,16 +17,59 @@ function batchColumns(projection: Projection, prevSeq: RawBuilder<unknown>): Raw
     CASE WHEN NOT e.validated AND e.kind IN (${reads}) THEN ${sql.ref(projection.problemFunction)}(e.kind, e.payload) END AS problem`;
 }
 
+/** What a batch starts from: the lease renewed (or not), the checkpoint, the planner's settings. */
+export interface BatchStart {
+  renewed: boolean;
+  transaction_id: string;
+  position: number;
+  enable_sort: string;
+  enable_bitmapscan: string;
+}
+
 /**
- * A batch: up to `limit` events after the checkpoint, in (transaction id, position) order, of
- * transactions older than every transaction still in progress. Identity values are handed out
- * at insert but become visible at commit; below that horizon nothing can commit any more, so
- * reading there never skips an event committed out of position order. Each row carries its
- * session's last folded seq.
+ * Starts a batch in one round trip: renews the lease (locking its row until the transaction
+ * ends), reads the checkpoint, and makes {@link fillBatchSql} walk the log's index in order.
+ * The planner cannot estimate the horizon and, without fresh statistics (right after a bulk
+ * import), would sort the whole backlog for every batch; {@link measureBatchSql} gives it its
+ * own settings back.
  */
-export function createBatchSql(projection: Projection, after: Checkpoint, limit: number): RawBuilder<unknown> {
+export function beginBatchSql(projection: string, lease: { owner: string; epoch: number }, ttlMs: number): RawBuilder<BatchStart> {
   return sql`
-    CREATE TEMP TABLE os_audit_batch ON COMMIT DROP AS
+    WITH renewed AS (${renewLeaseSql(projection, lease.owner, lease.epoch, ttlMs)}),
+    planner AS MATERIALIZED (
+      SELECT current_setting('enable_sort') AS enable_sort, current_setting('enable_bitmapscan') AS enable_bitmapscan
+    )
+    SELECT EXISTS (SELECT 1 FROM renewed) AS renewed, c.transaction_id::text AS transaction_id, c.position,
+           planner.enable_sort, planner.enable_bitmapscan,
+           set_config('enable_sort', 'off', true) IS NOT NULL AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL AS index_order
+    FROM projection_checkpoints AS c, planner
+    WHERE c.projection = ${projection}`;
+}
+
+/**
+ * The batch table, one per connection, emptied at every commit: created once rather than per
+ * batch, which would cost catalog writes every time.
+ */
+export function ensureBatchTableSql(): RawBuilder<unknown> {
+  return sql`
+    CREATE TEMP TABLE IF NOT EXISTS os_audit_batch (
+      transaction_id xid8 NOT NULL, position bigint NOT NULL, session_id text NOT NULL, seq bigint NOT NULL,
+      kind text NOT NULL, recorded_at timestamptz NOT NULL, prev_seq bigint NOT NULL, payload jsonb, problem text
+    ) ON COMMIT DELETE ROWS`;
+}
+
+/**
+ * Fills the batch: up to `limit` events after the checkpoint, in (transaction id, position)
+ * order, of transactions older than every transaction still in progress. Identity values are
+ * handed out at insert but become visible at commit; below that horizon nothing can commit any
+ * more, so reading there never skips an event committed out of position order. Each row
+ * carries its session's last folded seq. A previous batch of the same transaction (a rebuild)
+ * is cleared first.
+ */
+export function fillBatchSql(projection: Projection, after: Checkpoint, limit: number): RawBuilder<unknown> {
+  return sql`
+    WITH previous_batch AS (DELETE FROM os_audit_batch)
+    INSERT INTO os_audit_batch
     SELECT ${batchColumns(projection, sql`coalesce(h.last_seq, -1)`)}
     FROM (
       SELECT * FROM session_events
@@ -35,17 +79,6 @@ export function createBatchSql(projection: Projection, after: Checkpoint, limit:
       LIMIT ${limit}
     ) AS e
     LEFT JOIN ${sql.table(projection.sessionHeads)} AS h ON h.session_id = e.session_id`;
-}
-
-/**
- * Makes {@link createBatchSql} walk the log's index in order: the planner cannot estimate the
- * horizon and, without fresh statistics (right after a bulk import), would sort the whole
- * backlog for every batch. With `false`, gives the planner its own settings back.
- */
-export function preferIndexOrderSql(on: boolean): RawBuilder<unknown> {
-  return on
-    ? sql`SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)`
-    : sql`SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name IN ('enable_sort', 'enable_bitmapscan')`;
 }
 
 /**
@@ -90,16 +123,20 @@ export interface BatchInspection {
 
 /**
  * Where the batch ends in the log, whether some session's rows need {@link completeBatchSql},
- * and whether any event is poison: one pass and two small ones over the batch.
+ * and whether any event is poison: one pass and two small ones over the batch. Gives the
+ * planner back the settings {@link beginBatchSql} found.
  */
-export function measureBatchSql(): RawBuilder<BatchExtent> {
+export function measureBatchSql(planner: Pick<BatchStart, 'enable_sort' | 'enable_bitmapscan'>): RawBuilder<BatchExtent> {
   return sql`
-    WITH extent AS (
+    WITH restored AS MATERIALIZED (
+      SELECT set_config('enable_sort', ${planner.enable_sort}, true), set_config('enable_bitmapscan', ${planner.enable_bitmapscan}, true)
+    ),
+    extent AS (
       SELECT count(*) AS window_count, max(transaction_id) AS end_transaction_id,
              coalesce(bool_or(problem IS NOT NULL), false) AS has_poison
       FROM os_audit_batch
     )
-    SELECT window_count, end_transaction_id::text AS end_transaction_id, has_poison,
+    SELECT (SELECT count(*) FROM restored) AS restored, window_count, end_transaction_id::text AS end_transaction_id, has_poison,
       (SELECT max(position) FROM os_audit_batch WHERE transaction_id = extent.end_transaction_id) AS end_position,
       EXISTS (
         SELECT 1 FROM os_audit_batch GROUP BY session_id, prev_seq
@@ -136,11 +173,6 @@ export function recordSkippedSql(projection: Projection): RawBuilder<unknown> {
     INSERT INTO projection_errors (projection, position, session_id, seq, kind, problem)
     SELECT ${projection.name}, position, session_id, seq, kind, problem
     FROM os_audit_batch WHERE problem IS NOT NULL`;
-}
-
-/** Drops the batch table, so that several batches can run in one transaction (a rebuild). */
-export function dropBatchTableSql(): RawBuilder<unknown> {
-  return sql`DROP TABLE os_audit_batch`;
 }
 
 /**
