@@ -1,0 +1,203 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { openDatabase } from '../src/db/open-database.js';
+import { importLogs } from '../src/import/import-logs.js';
+import { EventStore } from '../src/store/event-store.js';
+import { otherLoad } from './other-load.js';
+import { createScratchDatabase, type ScratchDatabase } from '../test/support/scratch-database.js';
+import { chunked, copyInto, copyLine, eventCopyColumns, probeEventLayout } from './copy-rows.js';
+import { type CorpusRow, CorpusStats, SessionFactory } from './corpus.js';
+import { median, secondsSince } from './stats.js';
+
+/** Events appended in the append measurements, grouped by session. */
+export interface AppendCorpus {
+  sessions: { sessionId: string; rows: CorpusRow[] }[];
+  events: number;
+  sessionLength: number;
+  stats: CorpusStats;
+}
+
+/**
+ * The append corpus: `sessions` sessions of `sessionLength` events (1,000, so that a batch of
+ * 1,000 is one whole session append), of the same generator as the catch-up corpus.
+ */
+export function makeAppendCorpus(seed: string, sessions: number, sessionLength: number): AppendCorpus {
+  const factory = new SessionFactory({ seed, prefix: 'ap' });
+  const stats = new CorpusStats();
+  const result: AppendCorpus['sessions'] = [];
+  for (let i = 0; i < sessions; i++) {
+    const script = factory.session(sessionLength);
+    const rows: CorpusRow[] = [];
+    while (!script.done) {
+      const row = script.next();
+      stats.add(row);
+      rows.push(row);
+    }
+    result.push({ sessionId: script.sessionId, rows });
+  }
+  return { sessions: result, events: sessions * sessionLength, sessionLength, stats };
+}
+
+/** Writes the corpus as the runtime SDKs do: a directory of `<session_id>.jsonl`. */
+export function writeImportDirectory(corpus: AppendCorpus, directory: string): void {
+  rmSync(directory, { recursive: true, force: true });
+  mkdirSync(directory, { recursive: true });
+  for (const session of corpus.sessions) {
+    const lines = session.rows.map((row) => `{"seq":${row.seq},"event":${row.json}}\n`);
+    writeFileSync(path.join(directory, `${session.sessionId}.jsonl`), lines.join(''));
+  }
+}
+
+/** One append measurement: the events stored and the seconds it took. */
+export interface AppendSample {
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  /** CPU seconds this process (the client: validation, encoding, the driver) spent meanwhile. */
+  clientCpuSeconds: number;
+}
+
+export type AppendMethod =
+  | { type: 'copy' }
+  | { type: 'api'; batch: number; writers: number }
+  | { type: 'import'; directory: string };
+
+export function methodName(method: AppendMethod): string {
+  switch (method.type) {
+    case 'copy':
+      return 'COPY limit';
+    case 'api':
+      return `append API, batches of ${method.batch}, ${method.writers} writer${method.writers === 1 ? '' : 's'}`;
+    case 'import':
+      return 'import (importLogs in-process)';
+  }
+}
+
+/**
+ * Measures one method on a new migrated database (every sample starts from empty tables),
+ * after a CHECKPOINT so that no earlier write is flushed on its time.
+ */
+export async function measureAppend(serverUrl: string, corpus: AppendCorpus, method: AppendMethod): Promise<AppendSample> {
+  const scratch = await createScratchDatabase(serverUrl);
+  otherLoad.addDatabase(scratch.name);
+  try {
+    const { seconds, cpuSeconds } = await timeMethod(scratch, corpus, method);
+    const table = method.type === 'copy' ? 'bench_copy_target' : 'session_events';
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(scratch.db);
+    if (rows[0]!.n !== corpus.events) throw new Error(`${methodName(method)} stored ${rows[0]!.n} events, not ${corpus.events}`);
+    return { events: corpus.events, seconds, eventsPerSecond: corpus.events / seconds, clientCpuSeconds: cpuSeconds };
+  } finally {
+    await scratch.drop();
+  }
+}
+
+interface Timing {
+  seconds: number;
+  cpuSeconds: number;
+}
+
+/** Wall and CPU time of `work` in this process. */
+async function timed(work: () => Promise<unknown>): Promise<Timing> {
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  await work();
+  const seconds = secondsSince(started);
+  const used = process.cpuUsage(cpu);
+  return { seconds, cpuSeconds: (used.user + used.system) / 1e6 };
+}
+
+async function timeMethod(scratch: ScratchDatabase, corpus: AppendCorpus, method: AppendMethod): Promise<Timing> {
+  switch (method.type) {
+    case 'copy': {
+      // An identical table (columns, defaults, identity, constraints, indexes), no triggers.
+      await sql`CREATE TABLE bench_copy_target (LIKE session_events INCLUDING ALL)`.execute(scratch.db);
+      // The same rows as the API writes: every column as EventStore.append fills it.
+      const layout = await probeEventLayout(scratch.db);
+      const chunks = [...chunked(corpus.sessions.flatMap((session) => session.rows.map((row) => copyLine(row, layout))))];
+      const client = new pg.Client({ connectionString: scratch.url, application_name: 'os-audit-bench-copy' });
+      await client.connect();
+      try {
+        await client.query('CHECKPOINT');
+        return await timed(() => copyInto(client, `bench_copy_target ${eventCopyColumns(layout)}`, chunks));
+      } finally {
+        await client.end();
+      }
+    }
+    case 'api': {
+      const db = openDatabase({ connectionString: scratch.url, maxConnections: method.writers, applicationName: 'os-audit-bench-api' });
+      try {
+        // Open the pool's connections before the clock starts.
+        await Promise.all(Array.from({ length: method.writers }, () => sql`SELECT 1`.execute(db)));
+        await sql`CHECKPOINT`.execute(db);
+        const store = new EventStore(db);
+        const queues = Array.from({ length: method.writers }, (_, w) => corpus.sessions.filter((_, i) => i % method.writers === w));
+        return await timed(() =>
+          Promise.all(
+            queues.map(async (sessions) => {
+              for (const session of sessions) {
+                for (let i = 0; i < session.rows.length; i += method.batch) {
+                  await store.append(session.sessionId, session.rows.slice(i, i + method.batch).map((row) => row.event));
+                }
+              }
+            }),
+          ),
+        );
+      } finally {
+        await db.destroy();
+      }
+    }
+    case 'import': {
+      const db = openDatabase({ connectionString: scratch.url, applicationName: 'os-audit-bench-import' });
+      try {
+        await sql`CHECKPOINT`.execute(db);
+        let failure: string | undefined;
+        const timing = await timed(async () => {
+          const report = await importLogs(new EventStore(db), method.directory);
+          failure = report.failures[0]?.message;
+        });
+        if (failure !== undefined) throw new Error(`import failed: ${failure}`);
+        return timing;
+      } finally {
+        await db.destroy();
+      }
+    }
+  }
+}
+
+/** Each method's samples, and their median. */
+export interface AppendFigures {
+  corpus: { events: number; sessions: number; sessionLength: number };
+  methods: { name: string; method: AppendMethod; samples: AppendSample[]; medianEventsPerSecond: number }[];
+}
+
+/**
+ * All append measurements, `runs` rounds of every method (interleaved, so that each round sees
+ * the machine in the same state), each sample on a fresh database.
+ */
+export async function measureAppends(
+  serverUrl: string,
+  corpus: AppendCorpus,
+  methods: readonly AppendMethod[],
+  runs: number,
+  log: (line: string) => void,
+): Promise<AppendFigures> {
+  const samples = methods.map(() => [] as AppendSample[]);
+  for (let run = 0; run < runs; run++) {
+    for (const [index, method] of methods.entries()) {
+      const sample = await measureAppend(serverUrl, corpus, method);
+      samples[index]!.push(sample);
+      log(`  run ${run + 1}/${runs}: ${methodName(method)}: ${Math.round(sample.eventsPerSecond).toLocaleString('en-US')} events/s (${sample.seconds.toFixed(2)} s, client CPU ${sample.clientCpuSeconds.toFixed(2)} s)`);
+    }
+  }
+  return {
+    corpus: { events: corpus.events, sessions: corpus.sessions.length, sessionLength: corpus.sessionLength },
+    methods: methods.map((method, index) => ({
+      name: methodName(method),
+      method,
+      samples: samples[index]!,
+      medianEventsPerSecond: median(samples[index]!.map((sample) => sample.eventsPerSecond)),
+    })),
+  };
+}

@@ -1,0 +1,274 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { DiskSize } from './disk-size.js';
+import { describeEnvironmentLines, type Environment } from './environment.js';
+import type { AppendFigures } from './measure-append.js';
+import type { CatchUpFigures } from './measure-catch-up.js';
+import type { LiveFigures } from './measure-live.js';
+import type { QueryFigures } from './measure-query.js';
+import type { ScalingPoint } from './measure-scaling.js';
+
+/** Everything one run measured, as written to the JSON file. */
+export interface BenchResults {
+  startedAt: string;
+  command: string;
+  totalSeconds: number;
+  phaseSeconds: Record<string, number>;
+  /** The percentage of the machine's CPU that other work (not the benchmark) took, in all and per phase; null without /proc. */
+  otherLoadPercent: { total: number | null; phases: Record<string, number | null> };
+  options: { events: number; runs: number; scaling: boolean; appendEvents: number };
+  environment: Environment;
+  corpus: Record<string, unknown>;
+  append: AppendFigures;
+  catchUp: CatchUpFigures;
+  disk: DiskSize;
+  live: LiveFigures;
+  query: QueryFigures;
+  scaling?: ScalingPoint[];
+  figures: FigureRow[];
+}
+
+/** One line of the table. */
+export interface FigureRow {
+  figure: string;
+  value: string;
+  limit: string;
+  ratio: string;
+  target: string;
+  /** Whether the target holds; null where there is no target. */
+  holds: boolean | null;
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+const evs = (n: number) => `${int(n)} ev/s`;
+const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
+const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+
+export function figureRows(r: Omit<BenchResults, 'figures' | 'totalSeconds' | 'phaseSeconds' | 'otherLoadPercent'>): FigureRow[] {
+  const rows: FigureRow[] = [];
+  const copy = r.append.methods.find((m) => m.method.type === 'copy')!;
+  const copyRate = copy.medianEventsPerSecond;
+  rows.push({
+    figure: `append limit: raw COPY into an identical table (${int(r.append.corpus.events)} events)`,
+    value: evs(copyRate),
+    limit: '—',
+    ratio: '—',
+    target: '—',
+    holds: null,
+  });
+  for (const m of r.append.methods) {
+    if (m.method.type === 'copy') continue;
+    const ratio = m.medianEventsPerSecond / copyRate;
+    const targeted = m.method.type === 'import' || (m.method.type === 'api' && m.method.batch >= 1000);
+    rows.push({
+      figure: m.name,
+      value: evs(m.medianEventsPerSecond),
+      limit: `COPY ${evs(copyRate)}`,
+      ratio: `${ratio.toFixed(2)}×`,
+      target: targeted ? '≥ 0.5× COPY' : '—',
+      holds: targeted ? ratio >= 0.5 : null,
+    });
+  }
+  const c = r.catchUp;
+  const catchUpRatio = c.medianEventsPerSecond / c.medianLimitEventsPerSecond;
+  rows.push({
+    figure: `catch-up: os-audit project --once, ${int(c.events)} events from empty`,
+    value: evs(c.medianEventsPerSecond),
+    limit: `set-based SQL ${evs(c.medianLimitEventsPerSecond)}`,
+    ratio: `${catchUpRatio.toFixed(2)}×`,
+    target: '≥ 0.5× limit',
+    holds: catchUpRatio >= 0.5,
+  });
+  const correct = c.digestsEqual && c.verify.mismatches === 0 && c.verify.pending === 0;
+  rows.push({
+    figure: 'catch-up result = set-based limit (md5 of os_snapshot_json) = fold (verify, 200 sampled)',
+    value: correct ? 'equal' : 'DIFFERENT',
+    limit: '—',
+    ratio: '—',
+    target: 'equal',
+    holds: correct,
+  });
+  rows.push({
+    figure: `memory: daemon peak RSS during the ${int(c.events)}-event catch-up`,
+    value: mib(c.medianPeakRssBytes),
+    limit: '—',
+    ratio: '—',
+    target: '≤ 200 MB',
+    holds: c.medianPeakRssBytes <= 200 * 1024 ** 2,
+  });
+  const l = r.live;
+  const rateNote = `${int(l.achievedEventsPerSecond)} ev/s, ${l.options.writers} writers`;
+  rows.push({ figure: `live: commit → visible in os_snapshot_json, p50 (${rateNote})`, value: ms(l.p50Ms), limit: '—', ratio: '—', target: '—', holds: null });
+  const liveHolds = l.p99Ms <= 25 && l.unseen === 0 && l.achievedEventsPerSecond >= 0.95 * l.options.eventsPerSecond;
+  rows.push({
+    figure: `live: commit → visible, p99 (${rateNote})`,
+    value: ms(l.p99Ms),
+    limit: '—',
+    ratio: '—',
+    target: `≤ 25 ms at ${int(l.options.eventsPerSecond)} ev/s`,
+    holds: liveHolds,
+  });
+  rows.push({ figure: 'live: commit → visible, max', value: ms(l.maxMs), limit: '—', ratio: '—', target: '—', holds: null });
+  const q = r.query;
+  rows.push({ figure: `query: snapshot of one session, p50 (${int(q.sessions)} sessions)`, value: ms(q.p50Ms), limit: '—', ratio: '—', target: '—', holds: null });
+  rows.push({
+    figure: `query: snapshot of one session, p99 (${int(q.sessions)} sessions)`,
+    value: ms(q.p99Ms),
+    limit: '—',
+    ratio: '—',
+    target: '≤ 2 ms',
+    holds: q.p99Ms <= 2,
+  });
+  rows.push({
+    figure: 'size on disk per million events (session_events table + indexes, sessions)',
+    value: mib(r.disk.bytesPerMillionEvents),
+    limit: '—',
+    ratio: '—',
+    target: '—',
+    holds: null,
+  });
+  return rows;
+}
+
+const HEADERS = ['figure', 'value', 'limit', 'ratio', 'target', 'holds'] as const;
+
+function cells(row: FigureRow): string[] {
+  return [row.figure, row.value, row.limit, row.ratio, row.target, row.holds === null ? '—' : row.holds ? 'yes' : 'NO'];
+}
+
+/** The table as aligned text, for the terminal. */
+export function textTable(rows: readonly FigureRow[]): string {
+  const all = [[...HEADERS], ...rows.map(cells)];
+  const widths = HEADERS.map((_, i) => Math.max(...all.map((line) => [...line[i]!].length)));
+  const line = (values: string[]) => values.map((v, i) => v + ' '.repeat(widths[i]! - [...v].length)).join('  ');
+  return [line(all[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
+}
+
+function markdownTable(headers: readonly string[], lines: readonly string[][]): string {
+  const escape = (v: string) => v.replaceAll('|', '\\|');
+  return [
+    `| ${headers.join(' | ')} |`,
+    `|${headers.map(() => '---').join('|')}|`,
+    ...lines.map((values) => `| ${values.map(escape).join(' | ')} |`),
+  ].join('\n');
+}
+
+export function scalingLines(points: readonly ScalingPoint[]): string[][] {
+  return points.map((p) => [
+    int(p.events),
+    evs(p.projectorEventsPerSecond),
+    `${p.microsecondsPerEvent.toFixed(1)} µs`,
+    evs(p.limitEventsPerSecond),
+    `${p.ratio.toFixed(2)}×`,
+    mib(p.peakRssBytes),
+    mib(p.disk.bytesPerMillionEvents),
+    p.digestsEqual ? 'yes' : 'NO',
+  ]);
+}
+
+export const SCALING_HEADERS = [
+  'events',
+  'catch-up',
+  'per event',
+  'set-based limit',
+  'ratio',
+  'daemon peak RSS',
+  'disk per million events',
+  'equal',
+] as const;
+
+export function scalingText(points: readonly ScalingPoint[]): string {
+  const all = [[...SCALING_HEADERS] as string[], ...scalingLines(points)];
+  const widths = SCALING_HEADERS.map((_, i) => Math.max(...all.map((line) => [...line[i]!].length)));
+  const table = all.map((values) => values.map((v, i) => v + ' '.repeat(widths[i]! - [...v].length)).join('  ')).join('\n');
+  return `${table}\n\n${flatness(points)}`;
+}
+
+/**
+ * How the cost per event at the largest size compares with the lowest cost of the curve (the
+ * smallest sizes carry the process's start-up, so their cost per event is higher, not lower).
+ */
+export function flatness(points: readonly ScalingPoint[]): string {
+  if (points.length < 2) return '';
+  const last = points[points.length - 1]!;
+  const cheapest = points.reduce((best, p) => (p.microsecondsPerEvent < best.microsecondsPerEvent ? p : best));
+  const growth = last.microsecondsPerEvent / cheapest.microsecondsPerEvent;
+  return (
+    `cost per event at ${int(last.events)} events / the lowest of the curve (at ${int(cheapest.events)}): ${growth.toFixed(2)}× ` +
+    `(${growth <= 1.25 ? 'flat: within 25%' : 'NOT flat: it grows with the log'})`
+  );
+}
+
+export function writeJson(file: string, results: BenchResults): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+}
+
+/** BENCHMARKS.md: the latest table, the machine it ran on, how to reproduce it, and how each figure is taken. */
+export function writeMarkdown(file: string, r: BenchResults): void {
+  const held = r.figures.filter((row) => row.holds === true).length;
+  const targeted = r.figures.filter((row) => row.holds !== null).length;
+  const lines: string[] = [
+    '# Benchmarks',
+    '',
+    `Latest run: ${r.startedAt}, ${(r.totalSeconds / 60).toFixed(1)} minutes in all; ${held} of ${targeted} targets hold.` +
+      (r.otherLoadPercent.total === null ? '' : ` Other work on the machine took ${r.otherLoadPercent.total}% of its CPU meanwhile (per phase below).`),
+    '',
+    ...describeEnvironmentLines(r.environment).map((line) => `- ${line}`),
+    '',
+    'Reproduce it (the server of `DATABASE_URL`, else an embedded PostgreSQL the benchmark starts):',
+    '',
+    '```sh',
+    'npm ci',
+    `${r.command}`,
+    '```',
+    '',
+    `Every figure is the median of ${plural(r.options.runs, 'run')}, all taken in one run of the benchmark.`,
+    '',
+    markdownTable(HEADERS, r.figures.map(cells)),
+    '',
+  ];
+  if (r.scaling && r.scaling.length > 0) {
+    lines.push(
+      '## Scaling',
+      '',
+      'One database grown to each size; at each size one catch-up from an empty projection and one run of the limit (`npm run bench -- --scaling`).',
+      '',
+      markdownTable(SCALING_HEADERS, scalingLines(r.scaling)),
+      '',
+      `${flatness(r.scaling)}.`,
+      '',
+    );
+  }
+  lines.push(
+    '## How each figure is taken',
+    '',
+    `- **Corpus**: generated from a fixed seed (\`bench/corpus.ts\`): ${corpusLine(r.corpus)}. Sessions of 150–250 events, 256 of them running at once so that the log interleaves them; 2–5 sub-agents per session whose state goes running → joined / failed (and back); suspends followed by resumes. Every 100th event (and the first 2,000) is checked with \`validateEvent\`.`,
+    `- **Catch-up**: the corpus (${int(r.catchUp.events)} events, ${int(r.catchUp.sessions)} sessions) is COPYed into \`session_events\` (one transaction per 100,000 rows) with its \`sessions\` rows, then \`VACUUM ANALYZE\` and \`CHECKPOINT\`. Each run empties the projection (TRUNCATE of the snapshot tables, checkpoint back to 0), then spawns the built CLI \`node dist/src/cli/main.js project --once\` and times it from spawn to exit (Node's start-up, ${r.catchUp.startupSeconds.toFixed(2)} s for \`node dist/src/cli/main.js --help\`, included); its peak RSS is the largest VmHWM/VmRSS of \`/proc/<pid>/status\`, sampled every 50 ms.`,
+    '- **Set-based limit**: on the emptied projection, `applyOsSnapshotEventsSql(WHOLE_LOG)` in one transaction: the whole projection in one `INSERT … SELECT` statement straight from `session_events`. Its result and the projector\'s are compared by the md5 of every row of `os_snapshot_json`, and 200 sampled sessions are verified against the in-memory fold (`verifyOsSnapshots`).',
+    `- **Append**: ${int(r.append.corpus.events)} events (about a tenth of the catch-up corpus) in ${int(r.append.corpus.sessions)} sessions of ${int(r.append.corpus.sessionLength)} events (so that a batch of 1,000 is one session append), each sample on a new migrated database after a CHECKPOINT. The API: \`EventStore.append(sessionId, events)\` (appended at the head of the log, no expected seq), each writer on its own sessions and its own connection. Import: \`importLogs(store, directory)\` in-process on a directory of \`<session_id>.jsonl\` files, one per session. The limit: the same rows (session_id, seq, kind, turn, payload, and the other columns as \`EventStore.append\` fills them) COPYed with pg-copy-streams on one connection into \`CREATE TABLE … (LIKE session_events INCLUDING ALL)\`, each sample on its own new database too.`,
+    `- **Live**: on the catch-up database, the daemon \`node dist/src/cli/main.js project --poll-interval 1000\` (woken by NOTIFY); ${r.live.options.writers} writers append ${int(r.live.options.eventsPerSecond)} events/s in all on a fixed schedule, in batches of ${r.live.options.batch}, each to its own ${r.live.options.sessionsPerWriter} open sessions of ~200 events. Latency: from the resolution of an append's promise (its commit) until a poller, reading \`SELECT session_id, last_seq FROM os_snapshots WHERE session_id = ANY($1)\` for the sessions awaiting an effect about every 1 ms (its round trip: p50 ${ms(r.live.pollP50Ms)}), sees the append folded. ${r.live.options.warmupSeconds} s of warm-up, then ${plural(r.live.options.windows, 'window')} of ${r.live.options.windowSeconds} s; each figure is the median over the windows.`,
+    `- **Query**: the snapshot tables of the catch-up database are grown to ${int(r.query.sessions)} sessions by copying its ${int(r.query.projectedSessions)} projected sessions (the corpus's and the live run's, with their processes, signals and budget events) under new ids; then \`SELECT snapshot FROM os_snapshot_json WHERE session_id = $1\` for random sessions, one at a time on one connection, timed at the client (${int(r.query.queriesPerRun)} queries per run after a warm-up).`,
+    '- **Size on disk**: `pg_table_size` + `pg_indexes_size` of `session_events` plus `pg_total_relation_size` of `sessions`, per million events, after loading the catch-up corpus.',
+    '',
+    '## Phase timings of this run',
+    '',
+    ...Object.entries(r.phaseSeconds).map(
+      ([phase, seconds]) => `- ${phase}: ${seconds.toFixed(1)} s` + (r.otherLoadPercent.phases[phase] == null ? '' : ` (other work took ${r.otherLoadPercent.phases[phase]}% of the machine meanwhile)`),
+    ),
+    '',
+  );
+  writeFileSync(file, lines.join('\n'));
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+function corpusLine(corpus: Record<string, unknown>): string {
+  const share = Number(corpus.snapshotKindShare ?? 0) * 100;
+  return (
+    `${int(Number(corpus.events))} events, every kind of the contract plus three newer kinds, ` +
+    `${share.toFixed(1)}% of them of the kinds the snapshot reads, bodies of ${String(corpus.minBytes)}–${String(corpus.maxBytes)} bytes (mean ${String(corpus.meanBytes)})`
+  );
+}

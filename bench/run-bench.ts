@@ -1,0 +1,296 @@
+/**
+ * `npm run bench`: the performance suite (see BENCHMARKS.md). Generates a seeded corpus, then
+ * measures in one run, each as a median of `--runs`: appends (API, import) against raw COPY,
+ * catch-up projection against the set-based SQL limit, live commit-to-visible latency, the
+ * snapshot query, the daemon's peak RSS, and the size on disk; `--scaling` adds the catch-up
+ * curve at 100k, 1M and 5M events. Prints a table, writes JSON, and with `--markdown` BENCHMARKS.md.
+ *
+ * PostgreSQL: `DATABASE_URL` (a superuser connection; the benchmark creates and drops its own
+ * databases there), else a container (testcontainers), else an embedded server.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startPostgres } from '../test/support/postgres-server.js';
+import { createScratchDatabase } from '../test/support/scratch-database.js';
+import { loadRows, probeEventLayout } from './copy-rows.js';
+import { CorpusStats, InterleavedCorpus } from './corpus.js';
+import { describeDiskSize, diskSize } from './disk-size.js';
+import { describeEnvironment, describeEnvironmentLines } from './environment.js';
+import { type AppendMethod, makeAppendCorpus, measureAppends, writeImportDirectory } from './measure-append.js';
+import { measureCatchUp } from './measure-catch-up.js';
+import { measureLive } from './measure-live.js';
+import { growSnapshotTables, measureQuery } from './measure-query.js';
+import { measureScaling } from './measure-scaling.js';
+import { otherLoad } from './other-load.js';
+import { type BenchResults, figureRows, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
+import { secondsSince } from './stats.js';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const cliEntry = path.join(repoRoot, 'dist', 'src', 'cli', 'main.js');
+const SEED = 'os-audit-bench-1';
+const APPEND_SESSION_LENGTH = 1000;
+const APPEND_WRITERS = 8;
+const QUERY_SESSIONS = 100_000;
+const SCALING_SIZES = [100_000, 1_000_000, 5_000_000];
+
+const USAGE = `usage: npm run bench -- [options]
+
+  --events N        catch-up corpus size (default 1000000); appends use about N/10
+  --runs K          runs per figure, the median is reported (default 3)
+  --scaling         also the catch-up curve at 100k, 1M and 5M events (long)
+  --scaling-sizes L the sizes of that curve instead, e.g. 100000,1000000
+  --json PATH       where to write the figures (default bench/results/latest.json)
+  --markdown PATH   also write the table as Markdown (e.g. BENCHMARKS.md)
+  --no-build        use dist/ as it is instead of running npm run build first
+  --help
+
+PostgreSQL: DATABASE_URL (superuser; scratch databases are created and dropped there),
+else testcontainers when Docker answers, else an embedded PostgreSQL.`;
+
+function parseOptions() {
+  const { values } = parseArgs({
+    options: {
+      events: { type: 'string', default: '1000000' },
+      runs: { type: 'string', default: '3' },
+      scaling: { type: 'boolean', default: false },
+      'scaling-sizes': { type: 'string' },
+      json: { type: 'string', default: path.join('bench', 'results', 'latest.json') },
+      markdown: { type: 'string' },
+      'no-build': { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const events = positiveInteger(values.events, '--events');
+  const runs = positiveInteger(values.runs, '--runs');
+  if (events < 10_000) fail('--events must be at least 10000');
+  const sizesText = values['scaling-sizes'];
+  const scalingSizes = sizesText === undefined ? SCALING_SIZES : sizesText.split(',').map((size) => positiveInteger(size.trim(), '--scaling-sizes'));
+  if (scalingSizes.some((size, i) => i > 0 && size <= scalingSizes[i - 1]!)) fail('--scaling-sizes must grow');
+  return {
+    events,
+    runs,
+    scaling: values.scaling || sizesText !== undefined,
+    scalingSizes,
+    json: values.json,
+    markdown: values.markdown,
+    build: !values['no-build'],
+  };
+}
+
+function positiveInteger(text: string, flag: string): number {
+  const value = Number(text.replaceAll('_', ''));
+  if (!Number.isSafeInteger(value) || value <= 0) fail(`${flag} expects a positive integer, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+function fail(message: string): never {
+  console.error(`${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions();
+  const startedAt = new Date();
+  const started = performance.now();
+  const phaseSeconds: Record<string, number> = {};
+  /** Per phase, the percentage of the machine's CPU that other work (not the benchmark) took. */
+  const phaseLoad: Record<string, number | null> = {};
+  const phase = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+    log(`\n== ${name}`);
+    otherLoad.mark();
+    const t = performance.now();
+    const result = await work();
+    phaseSeconds[name] = secondsSince(t);
+    const other = otherLoad.mark();
+    phaseLoad[name] = other === null ? null : Math.round(other * 1000) / 10;
+    log(`   (${phaseSeconds[name]!.toFixed(1)} s${other === null ? '' : `; other work took ${phaseLoad[name]}% of the machine meanwhile`})`);
+    return result;
+  };
+
+  if (options.build) {
+    log('== npm run build (the projector is measured as the built CLI, dist/)');
+    const build = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, encoding: 'utf8' });
+    if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
+  }
+  if (!existsSync(cliEntry)) throw new Error(`${cliEntry} is missing: run npm run build (or drop --no-build)`);
+
+  otherLoad.start();
+  const server = await startPostgres();
+  const stopServer = once(() => server.stop());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void stopServer().finally(() => process.exit(130));
+    });
+  }
+  const importDirectory = path.join(os.tmpdir(), `os-audit-bench-import-${process.pid}`);
+  try {
+    const environment = await describeEnvironment(server.adminUrl, server.source);
+    log('\n== environment');
+    for (const line of describeEnvironmentLines(environment)) log(`   ${line}`);
+
+    // Appends: about N/10 events, in sessions of 1,000 so that a batch of 1,000 is one append.
+    const appendSessions = Math.max(APPEND_WRITERS, Math.round(options.events / 10 / APPEND_SESSION_LENGTH / APPEND_WRITERS) * APPEND_WRITERS);
+    const append = await phase('append: API and import against raw COPY', async () => {
+      const corpus = makeAppendCorpus(`${SEED}/append`, appendSessions, APPEND_SESSION_LENGTH);
+      corpus.stats.assertRealistic();
+      log(`   corpus: ${corpus.stats.describe()}; ${corpus.sessions.length} sessions of ${APPEND_SESSION_LENGTH} events`);
+      writeImportDirectory(corpus, importDirectory);
+      const methods: AppendMethod[] = [
+        { type: 'copy' },
+        { type: 'api', batch: 100, writers: 1 },
+        { type: 'api', batch: 100, writers: APPEND_WRITERS },
+        { type: 'api', batch: 1000, writers: 1 },
+        { type: 'api', batch: 1000, writers: APPEND_WRITERS },
+        { type: 'import', directory: importDirectory },
+      ];
+      return measureAppends(server.adminUrl, corpus, methods, options.runs, log);
+    });
+    rmSync(importDirectory, { recursive: true, force: true });
+
+    const database = await createScratchDatabase(server.adminUrl);
+    otherLoad.addDatabase(database.name);
+    const dropDatabase = once(() => database.drop());
+    try {
+      const stats = new CorpusStats();
+      const disk = await phase(`catch-up corpus: generate and load ${options.events.toLocaleString('en-US')} events`, async () => {
+        const corpus = new InterleavedCorpus({ seed: `${SEED}/catch-up`, prefix: 'cu', events: options.events });
+        const layout = await probeEventLayout(database.db);
+        log(`   rows written as EventStore.append writes them: ${layout.extraColumns.map((c, i) => `${c} = ${layout.extraValues[i]}`).join(', ') || 'no other columns'}`);
+        await loadRows(database.url, layout, corpus.rows(), () => corpus.lastSeqs, { onRow: (row) => stats.add(row) });
+        stats.assertRealistic();
+        log(`   corpus: ${stats.describe()}; ${corpus.lastSeqs.size.toLocaleString('en-US')} sessions`);
+        const size = await diskSize(database.db);
+        log(`   size on disk: ${describeDiskSize(size)}`);
+        return size;
+      });
+
+      const catchUp = await phase('catch-up: os-audit project --once against the set-based SQL limit', () =>
+        measureCatchUp(database.url, database.db, options.events, options.runs, cliEntry, log),
+      );
+
+      const live = await phase('live: commit → visible in os_snapshot_json under a steady load', () =>
+        measureLive(
+          database.url,
+          cliEntry,
+          `${SEED}/live`,
+          { writers: 8, eventsPerSecond: 2000, batch: 10, sessionsPerWriter: 4, warmupSeconds: 2, windowSeconds: 10, windows: options.runs },
+          log,
+        ),
+      );
+
+      const query = await phase(`query: one snapshot from os_snapshot_json among ${QUERY_SESSIONS.toLocaleString('en-US')} sessions`, async () => {
+        const grown = await growSnapshotTables(database.db, QUERY_SESSIONS);
+        log(`   ${grown.projected.toLocaleString('en-US')} projected sessions grown to ${grown.total.toLocaleString('en-US')} (${grown.seconds.toFixed(1)} s)`);
+        const figures = await measureQuery(database.url, database.db, SEED, { runs: options.runs, queries: 2000, warmup: 500 });
+        for (const [i, run] of figures.runs.entries()) {
+          log(`  run ${i + 1}/${options.runs}: p50 ${run.p50Ms.toFixed(3)} ms, p99 ${run.p99Ms.toFixed(3)} ms, max ${run.maxMs.toFixed(3)} ms`);
+        }
+        return { ...figures, projectedSessions: grown.projected };
+      });
+      await dropDatabase();
+
+      const scaling = options.scaling
+        ? await phase(`scaling: catch-up at ${options.scalingSizes.map((n) => n.toLocaleString('en-US')).join(', ')} events`, () =>
+            measureScaling(server.adminUrl, cliEntry, SEED, options.scalingSizes, log),
+          )
+        : undefined;
+
+      const partial = {
+        startedAt: startedAt.toISOString(),
+        command: commandLine(options),
+        options: { events: options.events, runs: options.runs, scaling: options.scaling, appendEvents: append.corpus.events },
+        environment,
+        corpus: stats.toJson(),
+        append,
+        catchUp,
+        disk,
+        live,
+        query,
+        ...(scaling ? { scaling } : {}),
+      };
+      const figures = figureRows(partial);
+      const total = otherLoad.total();
+      const results: BenchResults = {
+        ...partial,
+        figures,
+        totalSeconds: secondsSince(started),
+        phaseSeconds,
+        otherLoadPercent: { total: total === null ? null : Math.round(total * 1000) / 10, phases: phaseLoad },
+      };
+
+      log(`\n== results (medians of ${options.runs} run${options.runs === 1 ? '' : 's'})\n`);
+      for (const line of describeEnvironmentLines(environment)) log(line);
+      log('');
+      log(textTable(figures));
+      if (scaling) {
+        log('\nscaling (one run at each size):\n');
+        log(scalingText(scaling));
+      }
+      const held = figures.filter((row) => row.holds === true).length;
+      const targeted = figures.filter((row) => row.holds !== null).length;
+      log(`\n${held} of ${targeted} targets hold; total run time ${(results.totalSeconds / 60).toFixed(1)} min`);
+      if (total !== null) {
+        log(`other work on the machine took ${results.otherLoadPercent.total}% of its CPU during the run${total > 0.05 ? ': the figures are skewed by it' : ''}`);
+      }
+      writeJson(options.json, results);
+      log(`figures written to ${options.json}`);
+      if (options.markdown) {
+        writeMarkdown(options.markdown, results);
+        log(`table written to ${options.markdown}`);
+      }
+    } finally {
+      await dropDatabase().catch(() => {});
+    }
+  } finally {
+    rmSync(importDirectory, { recursive: true, force: true });
+    otherLoad.stop();
+    await stopServer();
+  }
+}
+
+function commandLine(options: ReturnType<typeof parseOptions>): string {
+  const args: string[] = [];
+  if (options.events !== 1_000_000) args.push('--events', String(options.events));
+  if (options.runs !== 3) args.push('--runs', String(options.runs));
+  if (options.scaling) {
+    const custom = options.scalingSizes.join(',') !== SCALING_SIZES.join(',');
+    args.push(...(custom ? ['--scaling-sizes', options.scalingSizes.join(',')] : ['--scaling']));
+  }
+  if (options.markdown) args.push('--markdown', options.markdown);
+  const url = process.env.DATABASE_URL ? `DATABASE_URL=${redact(process.env.DATABASE_URL)} ` : '';
+  return `${url}npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
+}
+
+/** A connection string without its password. */
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '<DATABASE_URL>';
+  }
+}
+
+function once(work: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => (done ??= work());
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
