@@ -2,7 +2,7 @@ import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { isJsonObject, JsonFloat, type JsonObject } from '../json/json-value.js';
-import { JsonParseError, parseJson } from '../json/parse-json.js';
+import { JsonParseError, parseJsonKeepingMember } from '../json/parse-json.js';
 import { ConcurrencyError } from '../store/concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
@@ -154,10 +154,10 @@ async function readSessionFile(file: SessionFile, options: ImportOptions, maxEve
   for await (const lines of linesOf(input, file.path)) {
     for (const line of lines) {
       const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
-      const envelope = parseEnvelope(line.text, origin, ['seq', 'event']);
+      const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
       const seq = readSeq(envelope, origin);
       const at = { ...origin, seq };
-      read.events.push({ seq, event: encodeEvent(envelope.event!, at, options), origin: at });
+      read.events.push({ seq, event: encodeEvent(envelope.event!, at, options, eventText), origin: at });
       read.bytes = line.bytesRead;
     }
     if (read.events.length > maxEvents) {
@@ -195,9 +195,10 @@ async function importLargeSessionFile(store: EventStore, file: SessionFile, opti
     for await (const lines of linesOf(createReadStream(file.path), file.path)) {
       for (const line of lines) {
         const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
-        const envelope = parseEnvelope(line.text, origin, ['seq', 'event']);
+        const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
         const seq = readSeq(envelope, origin);
-        await writer.add(file.sessionId, seq, encodeEvent(envelope.event!, { ...origin, seq }, options), { ...origin, seq });
+        const at = { ...origin, seq };
+        await writer.add(file.sessionId, seq, encodeEvent(envelope.event!, at, options, eventText), at);
         file.bytes = line.bytesRead;
       }
     }
@@ -262,12 +263,12 @@ export async function importStream(
       for await (const lines of linesOf(input, name)) {
         for (const line of lines) {
           const origin: EventOrigin = { file: name, line: line.lineNumber };
-          const envelope = parseEnvelope(line.text, origin, ['session_id', 'seq', 'event']);
+          const { envelope, eventText } = parseEnvelope(line.text, origin, ['session_id', 'seq', 'event']);
           const sessionId = checkSessionId(envelope.session_id, origin);
           const seq = readSeq(envelope, { ...origin, sessionId });
           const eventOrigin = { ...origin, sessionId, seq };
           sessions.add(sessionId);
-          await writer.add(sessionId, seq, encodeEvent(envelope.event!, eventOrigin, options), eventOrigin);
+          await writer.add(sessionId, seq, encodeEvent(envelope.event!, eventOrigin, options, eventText), eventOrigin);
         }
         const done = writer.counts.newEvents + writer.counts.existingEvents;
         if (done !== lastReported) {
@@ -300,23 +301,25 @@ async function* linesOf(input: Readable, name: string) {
   }
 }
 
-function parseEnvelope(text: string, origin: EventOrigin, fields: readonly string[]): JsonObject {
+/** A line's envelope, checked, with the source text of its `event` (stored as it is when it can be). */
+function parseEnvelope(text: string, origin: EventOrigin, fields: readonly string[]): { envelope: JsonObject; eventText: string | undefined } {
   let value;
+  let eventText;
   try {
-    value = parseJson(text);
+    ({ value, memberText: eventText } = parseJsonKeepingMember(text, 'event'));
   } catch (error) {
     if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
     throw error;
   }
-  const shape = `{${fields.map((field) => JSON.stringify(field)).join(', ')}}`;
-  if (!isJsonObject(value)) throw new InvalidEventError(origin, `expected a JSON object ${shape}`);
+  const shape = () => `{${fields.map((field) => JSON.stringify(field)).join(', ')}}`;
+  if (!isJsonObject(value)) throw new InvalidEventError(origin, `expected a JSON object ${shape()}`);
   for (const field of fields) {
-    if (!(field in value)) throw new InvalidEventError(origin, `field "${field}" is missing (a line is ${shape})`);
+    if (!(field in value)) throw new InvalidEventError(origin, `field "${field}" is missing (a line is ${shape()})`);
   }
   for (const key of Object.keys(value)) {
-    if (!fields.includes(key)) throw new InvalidEventError(origin, `unexpected field "${key}" (a line is ${shape})`);
+    if (!fields.includes(key)) throw new InvalidEventError(origin, `unexpected field "${key}" (a line is ${shape()})`);
   }
-  return value;
+  return { envelope: value, eventText };
 }
 
 function readSeq(envelope: JsonObject, origin: EventOrigin): number {

@@ -56,7 +56,28 @@ export class JsonParseError extends Error {
  * ```
  */
 export function parseJson(text: string): JsonValue {
-  const parser = new Parser(text);
+  return parseWith(new Parser(text));
+}
+
+/**
+ * {@link parseJson}, also giving back the source text of one member of the top-level object,
+ * exactly as it was written (a caller that stores that member as JSON need not write it again).
+ *
+ * @example
+ * ```ts
+ * const { value, memberText } = parseJsonKeepingMember('{"seq": 1, "event": {"kind": "x"}}', 'event');
+ * memberText; // '{"kind": "x"}'
+ * ```
+ */
+export function parseJsonKeepingMember(text: string, key: string): { value: JsonValue; memberText: string | undefined } {
+  const parser = new Parser(text, key);
+  const value = parseWith(parser);
+  const span = parser.keptSpan;
+  return { value, memberText: span === null ? undefined : text.slice(span[0], span[1]) };
+}
+
+function parseWith(parser: Parser): JsonValue {
+  const text = parser.text;
   try {
     const value = parser.parseValue(0);
     let pos = parser.pos;
@@ -96,7 +117,13 @@ class Parser {
   pos = 0;
   readonly len: number;
 
-  constructor(readonly text: string) {
+  /** Where the value of the top-level member {@link keptKey} stands in the text, once parsed. */
+  keptSpan: [number, number] | null = null;
+
+  constructor(
+    readonly text: string,
+    private readonly keptKey: string | null = null,
+  ) {
     this.len = text.length;
   }
 
@@ -168,6 +195,7 @@ class Parser {
         inValue = true;
         const value = this.parseValue(depth);
         inValue = false;
+        if (depth === 1 && key === this.keptKey) this.keptSpan = [this.valueStart(pos + 1), this.pos];
         object[key] = value;
         pos = this.pos;
         c = text.charCodeAt(pos);
@@ -373,6 +401,13 @@ class Parser {
     let i = 1;
     while (this.text.charCodeAt(pos + i) === word.charCodeAt(i)) i++;
     throw this.unexpected(pos + i);
+  }
+
+  /** The first character of a value after `from` (white space skipped). */
+  private valueStart(from: number): number {
+    let c = this.text.charCodeAt(from);
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = this.text.charCodeAt(++from);
+    return from;
   }
 
   unexpected(offset: number): JsonParseError {

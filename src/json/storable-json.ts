@@ -69,6 +69,29 @@ export function toStorableJson(value: JsonValue): StorableJson {
   return { payload, exactText: sanitizer.replaced ? stringifyJson(value) : null };
 }
 
+/**
+ * Escapes jsonb refuses (`\u0000`, a surrogate written as an escape: a lone one is refused, a
+ * pair is not, but telling them apart is left to the careful path) and number literals that may
+ * exceed `numeric` (a long run of digits, an exponent of four digits or more). Strings holding
+ * such text make the check fail too: that only costs the careful path.
+ */
+const MAYBE_UNSTORABLE_TEXT = /\\u0000|\\u[dD][89a-fA-F]|[0-9]{64}|[0-9][eE][+-]?[0-9]{4}/;
+
+/**
+ * {@link toStorableJson} for a value whose JSON source text is at hand (and was parsed with
+ * `parseJson`): the source itself when jsonb can hold it as is, saving a second serialization;
+ * `undefined` when the careful path must decide.
+ *
+ * @example
+ * ```ts
+ * storableSourceText('{"a": 1}'); // { payload: '{"a": 1}', exactText: null }
+ * storableSourceText('{"a": "\\u0000"}'); // undefined
+ * ```
+ */
+export function storableSourceText(sourceText: string): StorableJson | undefined {
+  return MAYBE_UNSTORABLE_TEXT.test(sourceText) ? undefined : { payload: sourceText, exactText: null };
+}
+
 class StorableSanitizer implements StringSanitizer {
   replaced = false;
 

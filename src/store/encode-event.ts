@@ -1,6 +1,6 @@
 import { EventValidationError, eventTurn, validateEvent } from '../events/validate-event.js';
 import type { JsonValue } from '../json/json-value.js';
-import { hasUnstorableChar, toStorableJson } from '../json/storable-json.js';
+import { hasUnstorableChar, storableSourceText, toStorableJson } from '../json/storable-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
 
 /** An event ready for a `session_events` row. */
@@ -20,7 +20,8 @@ export interface EncodeOptions {
 
 /**
  * Validates one event against the contract and encodes it for storage, or throws an
- * {@link InvalidEventError} that names where it came from.
+ * {@link InvalidEventError} that names where it came from. `sourceText`, the JSON the value
+ * was parsed from, is stored as it is when jsonb can hold it.
  *
  * @example
  * ```ts
@@ -28,7 +29,7 @@ export interface EncodeOptions {
  * row.turn; // 3
  * ```
  */
-export function encodeEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions = {}): EncodedEvent {
+export function encodeEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions = {}, sourceText?: string): EncodedEvent {
   let event;
   try {
     event = validateEvent(value, options);
@@ -36,7 +37,7 @@ export function encodeEvent(value: JsonValue, origin: EventOrigin, options: Enco
     if (error instanceof EventValidationError) throw InvalidEventError.fromValidation(origin, error);
     throw error;
   }
-  const { payload, exactText } = toStorableJson(value);
+  const { payload, exactText } = (sourceText === undefined ? undefined : storableSourceText(sourceText)) ?? toStorableJson(value);
   return { kind: event.kind, turn: eventTurn(event), payload, payloadText: exactText };
 }
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonFloat, type JsonValue } from '../../src/json/json-value.js';
-import { JsonParseError, MAX_JSON_DEPTH, parseJson } from '../../src/json/parse-json.js';
+import { JsonParseError, MAX_JSON_DEPTH, parseJson, parseJsonKeepingMember } from '../../src/json/parse-json.js';
 
 /** The error `parseJson(text)` throws; fails the test when it parses or throws something else. */
 function parseError(text: string): JsonParseError {
@@ -467,5 +467,25 @@ describe('parseJson: properties', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('parseJsonKeepingMember', () => {
+  it('gives back the source text of one top-level member, as written', () => {
+    const text = '{"seq": 3, "event" :  {"kind":"x", "n": 18446744073709551615, "f": 1.50}  , "z": [1]}';
+    const { value, memberText } = parseJsonKeepingMember(text, 'event');
+    expect(memberText).toBe('{"kind":"x", "n": 18446744073709551615, "f": 1.50}');
+    expect(parseJson(memberText!)).toEqual((value as Record<string, unknown>).event);
+  });
+
+  it('keeps only a top-level member, and nothing when there is none', () => {
+    expect(parseJsonKeepingMember('{"a": {"event": 1}}', 'event').memberText).toBeUndefined();
+    expect(parseJsonKeepingMember('[{"event": 1}]', 'event').memberText).toBeUndefined();
+    expect(parseJsonKeepingMember('{"event": "text"}', 'event').memberText).toBe('"text"');
+  });
+
+  it('refuses what parseJson refuses', () => {
+    expect(() => parseJsonKeepingMember('{"event": 1, "event": 2}', 'event')).toThrow(/duplicate key "event"/);
+    expect(() => parseJsonKeepingMember('{"event": {}', 'event')).toThrow(JsonParseError);
   });
 });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonFloat, type JsonObject, type JsonValue } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
-import { fitsPostgresNumeric, hasUnstorableChar, toStorableJson } from '../../src/json/storable-json.js';
+import { fitsPostgresNumeric, hasUnstorableChar, storableSourceText, toStorableJson } from '../../src/json/storable-json.js';
 import { stringifyJson } from '../../src/json/stringify-json.js';
 
 /** A slow, obvious reference for hasUnstorableChar. */
@@ -203,5 +203,24 @@ describe('toStorableJson', () => {
     ['-12.25E+3', true],
   ])('knows whether jsonb holds %s', (literal, fits) => {
     expect(fitsPostgresNumeric(literal)).toBe(fits);
+  });
+});
+
+describe('storableSourceText', () => {
+  it('takes the source as it is when jsonb can hold it', () => {
+    expect(storableSourceText('{"a": 18446744073709551615, "b": 1.50, "c": "\\ud83d\\ude00x"}')).toBeUndefined();
+    expect(storableSourceText('{"a": 18446744073709551615, "b": 1.50, "c": "x"}')).toEqual({
+      payload: '{"a": 18446744073709551615, "b": 1.50, "c": "x"}',
+      exactText: null,
+    });
+  });
+
+  it.each([
+    ['U+0000 escaped', '{"a": "x\\u0000"}'],
+    ['a lone surrogate escaped', '{"a": "\\udc00"}'],
+    ['a long number', `{"a": ${'9'.repeat(70)}}`],
+    ['a large exponent', '{"a": 1e131072}'],
+  ])('leaves %s to the careful path', (_case, text) => {
+    expect(storableSourceText(text)).toBeUndefined();
   });
 });
