@@ -9,8 +9,14 @@ import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted
 import type { Projection } from './projection.js';
 import { type BatchResult, runBatch } from './run-batch.js';
 
+/**
+ * Events per batch by default: large enough that a batch's fixed costs vanish in a catch-up
+ * (measured best between 20,000 and 50,000), small enough to commit in well under a second.
+ */
+export const DEFAULT_BATCH_SIZE = 20_000;
+
 export interface ProjectorOptions {
-  /** Events read per batch; default 5000. */
+  /** Events read per batch (an upper bound: a batch takes what is there); default 20000. */
   batchSize?: number;
   /** The longest wait between two looks at the log when no append was notified; default 1000 ms. */
   pollIntervalMs?: number;
@@ -65,7 +71,7 @@ export class Projector {
     private readonly settings: ProjectorOptions = {},
   ) {
     this.options = {
-      batchSize: settings.batchSize ?? 5000,
+      batchSize: settings.batchSize ?? DEFAULT_BATCH_SIZE,
       pollIntervalMs: settings.pollIntervalMs ?? 1000,
       leaseTtlMs: settings.leaseTtlMs ?? 5000,
       skipInvalid: settings.skipInvalid ?? false,

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
 import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
-import { Projector, type ProjectorEvent } from '../../projector/projector.js';
+import { DEFAULT_BATCH_SIZE, Projector, type ProjectorEvent } from '../../projector/projector.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 
@@ -19,7 +19,7 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
     .command('project')
     .description('run the projector daemon: fold new events into the OS snapshot tables as they are appended')
     .option('--once', 'catch up with every event committed before the start, then exit')
-    .option('--batch-size <events>', 'events read per batch', integerOption(1), 5000)
+    .option('--batch-size <events>', 'most events read per batch', integerOption(1), DEFAULT_BATCH_SIZE)
     .option('--poll-interval <ms>', 'longest wait between looks at the log when no append is notified', integerOption(10), 1000)
     .option('--lease-ttl <ms>', 'lease time to live: a standby takes over this long after the leader dies', integerOption(500), 5000)
     .option('--skip-invalid', 'set events the snapshot cannot read aside in projection_errors instead of stopping')
