@@ -1,4 +1,5 @@
 import type { JsonObject } from '../src/json/json-value.js';
+import { KNOWN_EVENT_KIND_LIST } from '../src/events/session-event.js';
 import { eventTurn, validateEvent } from '../src/events/validate-event.js';
 import { Prng } from './prng.js';
 
@@ -32,37 +33,7 @@ export const SNAPSHOT_KINDS = [
 ] as const;
 
 /** The 29 kinds of the contract. */
-export const CONTRACT_KINDS = [
-  'run_started',
-  'llm_completed',
-  'tool_requested',
-  'tool_completed',
-  'run_terminal',
-  'tool_argument_repaired',
-  'permission_requested',
-  'permission_resolved',
-  'tool_denied',
-  'compressed',
-  'page_out',
-  'page_in',
-  'large_result_spooled',
-  'capability_changed',
-  'context_renewed',
-  'suspended',
-  'resumed',
-  'tool_gated',
-  'signal_disposed',
-  'budget_exceeded',
-  'checkpoint_taken',
-  'rollbacked',
-  'agent_process_changed',
-  'milestone_advanced',
-  'milestone_blocked',
-  'memory_written',
-  'memory_queried',
-  'memory_validation_failed',
-  'memory_retrieval_result',
-] as const;
+export const CONTRACT_KINDS = KNOWN_EVENT_KIND_LIST;
 
 /** Kinds that newer SDKs write and the contract does not name. */
 export const NEWER_KINDS = ['workflow_completed', 'summary_upgraded', 'group_budget_charged'] as const;

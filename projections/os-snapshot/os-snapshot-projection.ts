@@ -1,5 +1,6 @@
 import type { Projection } from '../../src/projector/projection.js';
 import { applyOsSnapshotEventsSql, clearOsSnapshotSql } from './sql/apply-os-snapshot-events.js';
+import { OS_SNAPSHOT_PROJECTION } from './stored-os-snapshot.js';
 
 /** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
 const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
@@ -9,7 +10,7 @@ const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_d
  * `os_budget_exceeded`, read together through the view `os_snapshot_json`).
  */
 export const osSnapshotProjection: Projection = {
-  name: 'os_snapshot',
+  name: OS_SNAPSHOT_PROJECTION,
   sessionHeads: 'os_snapshots',
   readsPayloadOf: RECORD_KINDS,
   problemFunction: 'os_snapshot_event_problem',

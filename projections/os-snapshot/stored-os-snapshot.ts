@@ -8,6 +8,9 @@ import { foldOsSnapshot } from './fold-os-snapshot.js';
 import type { OsSnapshot } from './os-snapshot.js';
 import { parseOsSnapshot } from './serialize-os-snapshot.js';
 
+/** The name of the OS snapshot's checkpoint, lease and errors. */
+export const OS_SNAPSHOT_PROJECTION = 'os_snapshot';
+
 /** A snapshot and the seq of the last event folded into it. */
 export interface FoldedSnapshot {
   snapshot: OsSnapshot;
@@ -26,6 +29,17 @@ export async function readSqlOsSnapshot(db: Kysely<DB>, sessionId: string): Prom
     .where('j.session_id', '=', sessionId)
     .executeTakeFirst();
   return row === undefined ? undefined : { snapshot: parseOsSnapshot(row.json), lastSeq: row.last_seq };
+}
+
+/** Positions of the session's events that `--skip-invalid` set aside (the projection did not fold them). */
+export async function skippedPositions(db: Kysely<DB>, sessionId: string): Promise<Set<number>> {
+  const rows = await db
+    .selectFrom('projection_errors')
+    .select('position')
+    .where('projection', '=', OS_SNAPSHOT_PROJECTION)
+    .where('session_id', '=', sessionId)
+    .execute();
+  return new Set(rows.map((row) => row.position));
 }
 
 export interface FoldLogOptions {

@@ -4,7 +4,7 @@ import { ProjectionHaltedError } from '../../src/projector/projection-halted-err
 import { EventStore } from '../../src/store/event-store.js';
 import { diffOsSnapshots } from './diff-os-snapshots.js';
 import { osSnapshotProjection } from './os-snapshot-projection.js';
-import { foldStoredLog, readSqlOsSnapshot } from './stored-os-snapshot.js';
+import { foldStoredLog, readSqlOsSnapshot, skippedPositions } from './stored-os-snapshot.js';
 
 /** A session whose SQL snapshot is not the fold of its log. */
 export interface SnapshotMismatch {
@@ -60,16 +60,10 @@ async function verifySession(db: Kysely<DB>, store: EventStore, sessionId: strin
         ? 'pending'
         : ['no such session: no events are stored for it'];
   }
-  const skipped = await db
-    .selectFrom('projection_errors')
-    .select('position')
-    .where('projection', '=', osSnapshotProjection.name)
-    .where('session_id', '=', sessionId)
-    .execute();
   try {
     const folded = await foldStoredLog(store, sessionId, {
       toSeq: stored.lastSeq,
-      skippedPositions: new Set(skipped.map((row) => row.position)),
+      skippedPositions: await skippedPositions(db, sessionId),
     });
     const differences = diffOsSnapshots(stored.snapshot, folded.snapshot, ['sql', 'log']);
     if (folded.lastSeq !== stored.lastSeq) differences.unshift(`last_seq: sql ${stored.lastSeq}, log ${folded.lastSeq}`);

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { acquireLeaseSql, releaseLeaseSql, renewLeaseSql, seizeLeaseSql } from './sql/lease-sql.js';
+import { acquireLeaseSql, releaseLeaseSql, renewLeaseSql } from './sql/lease-sql.js';
 
 /** The lease was taken over (or expired): this projector must stop writing. */
 export class LeaseLostError extends Error {
@@ -38,7 +38,7 @@ export class Lease {
 
   /** Takes the lease whoever holds it: the next epoch fences the previous holder out. */
   async seize(db: Kysely<DB> = this.db): Promise<HeldLease> {
-    const row = await seizeLeaseSql(this.projection, this.owner, this.ttlMs).execute(db);
+    const row = await acquireLeaseSql(this.projection, this.owner, this.ttlMs, true).execute(db);
     return { owner: this.owner, epoch: row.rows[0]!.epoch };
   }
 

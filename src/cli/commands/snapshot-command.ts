@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { serializeOsSnapshot } from '../../../projections/os-snapshot/serialize-os-snapshot.js';
-import { foldStoredLog, readSqlOsSnapshot } from '../../../projections/os-snapshot/stored-os-snapshot.js';
-import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
+import { foldStoredLog, readSqlOsSnapshot, skippedPositions } from '../../../projections/os-snapshot/stored-os-snapshot.js';
 import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
 import { EventStore } from '../../store/event-store.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
@@ -28,14 +27,8 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
         if (options.atSeq > last) {
           throw new CliError(`session ${JSON.stringify(sessionId)} ends at seq ${last}; there is no seq ${options.atSeq}`);
         }
-        const skipped = await db
-          .selectFrom('projection_errors')
-          .select('position')
-          .where('projection', '=', osSnapshotProjection.name)
-          .where('session_id', '=', sessionId)
-          .execute();
         try {
-          const folded = await foldStoredLog(store, sessionId, { toSeq: options.atSeq, skippedPositions: new Set(skipped.map((row) => row.position)) });
+          const folded = await foldStoredLog(store, sessionId, { toSeq: options.atSeq, skippedPositions: await skippedPositions(db, sessionId) });
           return folded.snapshot;
         } catch (error) {
           if (error instanceof ProjectionHaltedError) throw new CliError(error.message);

@@ -1,26 +1,17 @@
 import { type RawBuilder, sql } from 'kysely';
 
 /**
- * Takes the lease when it is free or expired (or creates it), with the next epoch: the
- * fencing token every checkpoint move is checked against. No row when another owner holds it.
+ * Takes the lease with the next epoch, the fencing token every checkpoint move is checked
+ * against: when it is free or expired (or does not exist yet), or with `seize` whoever holds
+ * it (a rebuild). No row when another owner holds it and `seize` is false.
  */
-export function acquireLeaseSql(projection: string, owner: string, ttlMs: number): RawBuilder<{ epoch: number }> {
+export function acquireLeaseSql(projection: string, owner: string, ttlMs: number, seize = false): RawBuilder<{ epoch: number }> {
   return sql`
     INSERT INTO projection_leases AS l (projection, owner, epoch, acquired_at, expires_at)
     VALUES (${projection}, ${owner}, 1, clock_timestamp(), clock_timestamp() + ${ttlMs} * interval '1 millisecond')
     ON CONFLICT (projection) DO UPDATE
       SET owner = excluded.owner, epoch = l.epoch + 1, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
-      WHERE l.expires_at <= clock_timestamp()
-    RETURNING epoch`;
-}
-
-/** Takes the lease whoever holds it (a rebuild), with the next epoch, which fences the old holder out. */
-export function seizeLeaseSql(projection: string, owner: string, ttlMs: number): RawBuilder<{ epoch: number }> {
-  return sql`
-    INSERT INTO projection_leases AS l (projection, owner, epoch, acquired_at, expires_at)
-    VALUES (${projection}, ${owner}, 1, clock_timestamp(), clock_timestamp() + ${ttlMs} * interval '1 millisecond')
-    ON CONFLICT (projection) DO UPDATE
-      SET owner = excluded.owner, epoch = l.epoch + 1, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
+      WHERE ${seize} OR l.expires_at <= clock_timestamp()
     RETURNING epoch`;
 }
 
