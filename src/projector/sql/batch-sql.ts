@@ -29,6 +29,9 @@ export interface BatchStart {
 /**
  * Starts a batch in one round trip: renews the lease (locking its row until the transaction
  * ends), reads the checkpoint, and makes {@link fillBatchSql} walk the log's index in order.
+ * The batch commits without waiting for its WAL to reach the disk: the snapshot tables are
+ * derived data that move together with their checkpoint, so a crash can only lose a whole
+ * batch, which is then folded again; the event log itself is always written synchronously.
  * The planner cannot estimate the horizon and, without fresh statistics (right after a bulk
  * import), would sort the whole backlog for every batch; {@link measureBatchSql} gives it its
  * own settings back.
@@ -41,7 +44,8 @@ export function beginBatchSql(projection: string, lease: { owner: string; epoch:
     )
     SELECT EXISTS (SELECT 1 FROM renewed) AS renewed, c.transaction_id::text AS transaction_id, c.position,
            planner.enable_sort, planner.enable_bitmapscan,
-           set_config('enable_sort', 'off', true) IS NOT NULL AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL AS index_order
+           set_config('enable_sort', 'off', true) IS NOT NULL AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL AS index_order,
+           set_config('synchronous_commit', 'off', true) IS NOT NULL AS commit_without_flush_wait
     FROM projection_checkpoints AS c, planner
     WHERE c.projection = ${projection}`;
 }
