@@ -127,7 +127,7 @@ export interface BatchInspection {
 
 /**
  * Where the batch ends in the log, whether some session's rows need {@link completeBatchSql},
- * and whether any event is poison: one pass and two small ones over the batch. Gives the
+ * and whether any event is poison: one grouped pass and a small one over the batch. Gives the
  * planner back the settings {@link beginBatchSql} found.
  */
 export function measureBatchSql(planner: Pick<BatchStart, 'enable_sort' | 'enable_bitmapscan'>): RawBuilder<BatchExtent> {
@@ -135,17 +135,20 @@ export function measureBatchSql(planner: Pick<BatchStart, 'enable_sort' | 'enabl
     WITH restored AS MATERIALIZED (
       SELECT set_config('enable_sort', ${planner.enable_sort}, true), set_config('enable_bitmapscan', ${planner.enable_bitmapscan}, true)
     ),
+    per_session AS (
+      SELECT count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq, min(prev_seq) AS prev_seq,
+             max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison
+      FROM os_audit_batch GROUP BY session_id
+    ),
     extent AS (
-      SELECT count(*) AS window_count, max(transaction_id) AS end_transaction_id,
-             coalesce(bool_or(problem IS NOT NULL), false) AS has_poison
-      FROM os_audit_batch
+      SELECT coalesce(sum(events), 0)::bigint AS window_count, max(last_transaction_id) AS end_transaction_id,
+             coalesce(bool_or(has_poison), false) AS has_poison,
+             coalesce(bool_or(first_seq <> prev_seq + 1 OR last_seq - prev_seq <> events), false) AS incomplete
+      FROM per_session
     )
-    SELECT (SELECT count(*) FROM restored) AS restored, window_count, end_transaction_id::text AS end_transaction_id, has_poison,
-      (SELECT max(position) FROM os_audit_batch WHERE transaction_id = extent.end_transaction_id) AS end_position,
-      EXISTS (
-        SELECT 1 FROM os_audit_batch GROUP BY session_id, prev_seq
-        HAVING min(seq) <> prev_seq + 1 OR max(seq) - prev_seq <> count(*)
-      ) AS incomplete
+    SELECT (SELECT count(*) FROM restored) AS restored, window_count, end_transaction_id::text AS end_transaction_id,
+      has_poison, incomplete,
+      (SELECT max(position) FROM os_audit_batch WHERE transaction_id = extent.end_transaction_id) AS end_position
     FROM extent`;
 }
 
