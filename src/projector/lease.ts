@@ -37,18 +37,18 @@ export class Lease {
   }
 
   /** Takes the lease whoever holds it: the next epoch fences the previous holder out. */
-  async seize(db: Kysely<DB> = this.db): Promise<HeldLease> {
-    const row = await acquireLeaseSql(this.projection, this.owner, this.ttlMs, true).execute(db);
+  async seize(): Promise<HeldLease> {
+    const row = await acquireLeaseSql(this.projection, this.owner, this.ttlMs, true).execute(this.db);
     return { owner: this.owner, epoch: row.rows[0]!.epoch };
   }
 
   /** Extends the lease; throws {@link LeaseLostError} when it is no longer this owner's. */
-  async renew(held: HeldLease, db: Kysely<DB> = this.db): Promise<void> {
-    const row = await renewLeaseSql(this.projection, held.owner, held.epoch, this.ttlMs).execute(db);
+  async renew(held: HeldLease): Promise<void> {
+    const row = await renewLeaseSql(this.projection, held.owner, held.epoch, this.ttlMs).execute(this.db);
     if (row.rows.length === 0) throw new LeaseLostError(this.projection, held.owner, held.epoch);
   }
 
-  async release(held: HeldLease, db: Kysely<DB> = this.db): Promise<void> {
-    await releaseLeaseSql(this.projection, held.owner, held.epoch).execute(db);
+  async release(held: HeldLease): Promise<void> {
+    await releaseLeaseSql(this.projection, held.owner, held.epoch).execute(this.db);
   }
 }

@@ -127,13 +127,3 @@ function isDataException(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }
-
-export async function readCheckpoint(db: Kysely<DB>, projection: string): Promise<Checkpoint> {
-  const row = await db
-    .selectFrom('projection_checkpoints')
-    .select([sql<string>`transaction_id::text`.as('transaction_id'), 'position'])
-    .where('projection', '=', projection)
-    .executeTakeFirst();
-  if (row === undefined) throw new Error(`projection ${projection} has no checkpoint row: run os-audit migrate`);
-  return { transactionId: row.transaction_id, position: row.position };
-}
