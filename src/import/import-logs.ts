@@ -7,7 +7,7 @@ import { ConcurrencyError } from '../store/concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
-import { LogWriter, type WriteCounts } from './log-writer.js';
+import { DEFAULT_CHUNK_SIZE, LogWriter, type WriteCounts } from './log-writer.js';
 import { InvalidUtf8Error, readLines } from './read-lines.js';
 
 export interface ImportOptions extends EncodeOptions {
@@ -130,7 +130,6 @@ export async function importDirectory(store: EventStore, directory: string, opti
 
 /** Files stored at once by default: enough to overlap reading with the database's work. */
 const DEFAULT_CONCURRENCY = 4;
-const DEFAULT_CHUNK_SIZE = 2000;
 
 /** Reports files stored together (with their counts) or one file refused (with why). */
 type Finished = (files: readonly SessionFile[], outcome: WriteCounts | Error) => void;

@@ -3,6 +3,9 @@ import type { EventStore } from '../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
 import { emptyRows, type EventRows, pushRow } from '../store/sql/event-rows.js';
 
+/** Events a writer holds before it stores them: bounds memory, and the work of one write. */
+export const DEFAULT_CHUNK_SIZE = 2000;
+
 /** What a writer stored, and what it found already stored. */
 export interface WriteCounts {
   newEvents: number;
@@ -33,7 +36,7 @@ export class LogWriter {
 
   constructor(
     private readonly store: EventStore,
-    private readonly chunkSize = 2000,
+    private readonly chunkSize = DEFAULT_CHUNK_SIZE,
   ) {}
 
   async add(sessionId: string, seq: number, event: EncodedEvent, origin: EventOrigin): Promise<void> {

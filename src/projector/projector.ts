@@ -4,6 +4,7 @@ import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
 import type { Checkpoint } from './checkpoint.js';
+import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted-error.js';
 import type { Projection } from './projection.js';
@@ -220,19 +221,6 @@ export class Projector {
   private emit(event: ProjectorEvent): void {
     this.settings.onEvent?.(event);
   }
-}
-
-/** Every transaction id below this had started when it was read. */
-async function currentTransactionLimit(db: Kysely<DB>): Promise<string> {
-  const { rows } = await sql<{ limit: string }>`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS limit`.execute(db);
-  return rows[0]!.limit;
-}
-
-/** True once no transaction below `limit` is still open: all it wrote is below the horizon. */
-async function horizonHasPassed(db: Kysely<DB>, limit: string): Promise<boolean> {
-  const { rows } = await sql<{ passed: boolean }>`
-    SELECT pg_snapshot_xmin(pg_current_snapshot()) >= ${limit}::xid8 AS passed`.execute(db);
-  return rows[0]!.passed;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -1,7 +1,8 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
 import { foldStoredLog, readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
 import type { DB } from '../../src/db/schema.js';
+import { currentTransactionLimit, horizonHasPassed } from '../../src/projector/horizon.js';
 import { Projector, type ProjectorOptions } from '../../src/projector/projector.js';
 import { EventStore } from '../../src/store/event-store.js';
 
@@ -27,11 +28,10 @@ export async function compareWithFold(db: Kysely<DB>, sessionIds: Iterable<strin
  * is below the projector's horizon, whatever other tests on the same server are doing.
  */
 export async function waitForHorizon(db: Kysely<DB>, timeoutMs = 30_000): Promise<void> {
-  const { rows } = await sql<{ limit: string }>`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS limit`.execute(db);
+  const limit = await currentTransactionLimit(db);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows: passed } = await sql<{ ok: boolean }>`SELECT pg_snapshot_xmin(pg_current_snapshot()) >= ${rows[0]!.limit}::xid8 AS ok`.execute(db);
-    if (passed[0]!.ok) return;
+    if (await horizonHasPassed(db, limit)) return;
     if (Date.now() > deadline) throw new Error('an open transaction held the horizon for too long');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

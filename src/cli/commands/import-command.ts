@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { importLogs, type ImportProgress } from '../../import/import-logs.js';
+import { DEFAULT_CHUNK_SIZE } from '../../import/log-writer.js';
 import { EventStore } from '../../store/event-store.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
@@ -17,7 +18,7 @@ export function registerImportCommand(program: Command, io: CliIo): void {
     )
     .argument('<path>', 'a directory, a .jsonl file, or - for standard input')
     .option('--strict', 'refuse event kinds the contract does not name')
-    .option('--chunk-size <events>', 'events per database write', integerOption(1), 2000)
+    .option('--chunk-size <events>', 'events per database write', integerOption(1), DEFAULT_CHUNK_SIZE)
     .addHelpText(
       'after',
       '\nAtomic units: each file of a directory is stored whole or not at all; a stream is stored whole or\n' +
