@@ -22,14 +22,10 @@ export class CliError extends Error {
   }
 }
 
+/** `--database-url`, else `DATABASE_URL`, which `runCli` sets to the embedded server's when both are absent. */
 export function resolveDatabaseUrl(flag: string | undefined, io: CliIo): string {
   const url = flag ?? io.env.DATABASE_URL;
-  if (!url) {
-    throw new CliError(
-      'no database: set DATABASE_URL or pass --database-url (e.g. postgres://postgres@127.0.0.1:5432/os_audit)',
-      2,
-    );
-  }
+  if (!url) throw new Error('no database URL: runCli starts the embedded PostgreSQL before a command runs');
   return url;
 }
 

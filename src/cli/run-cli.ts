@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import type { LocalPostgres } from '../db/local-postgres.js';
 import { type CliIo, CliError } from './cli-context.js';
 import { registerAppendCommand } from './commands/append-command.js';
 import { registerEventsCommand } from './commands/events-command.js';
@@ -9,7 +10,9 @@ import { registerProjectCommand } from './commands/project-command.js';
 import { registerRebuildCommand } from './commands/rebuild-command.js';
 import { registerSnapshotCommand } from './commands/snapshot-command.js';
 import { registerStatusCommand } from './commands/status-command.js';
+import { registerUpCommand } from './commands/up-command.js';
 import { registerVerifyCommand } from './commands/verify-command.js';
+import { DEFAULT_DATA_DIR, openEmbeddedDatabase } from './embedded-database.js';
 
 const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
 
@@ -23,7 +26,8 @@ export function buildProgram(io: CliIo): Command {
   const program = new Command('os-audit')
     .description('Store agent-OS session event logs in PostgreSQL and audit their OS snapshots.')
     .version(version)
-    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
+    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL; without either, the embedded PostgreSQL)')
+    .option('--data-dir <dir>', `folder of the embedded PostgreSQL (default: $OS_AUDIT_DATA_DIR or ${DEFAULT_DATA_DIR})`)
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({
@@ -39,6 +43,9 @@ export function buildProgram(io: CliIo): Command {
   registerRebuildCommand(program, io);
   registerVerifyCommand(program, io);
   registerStatusCommand(program, io);
+  registerUpCommand(program, io, async (args) => {
+    await buildProgram(io).parseAsync([...args], { from: 'user' });
+  });
   for (const command of program.commands) command.exitOverride();
   return program;
 }
@@ -53,8 +60,18 @@ export function buildProgram(io: CliIo): Command {
  * ```
  */
 export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  // Commands read the database URL from this environment, where the embedded server's lands.
+  const session: CliIo = { ...io, env: { ...io.env } };
+  let embedded: LocalPostgres | undefined;
+  const program = buildProgram(session);
+  program.hook('preAction', async (_program, command) => {
+    const options = command.optsWithGlobals<{ databaseUrl?: string; dataDir?: string }>();
+    if (options.databaseUrl || session.env.DATABASE_URL) return;
+    embedded = await openEmbeddedDatabase(session, options.dataDir ?? session.env.OS_AUDIT_DATA_DIR ?? DEFAULT_DATA_DIR);
+    session.env.DATABASE_URL = embedded.url;
+  });
   try {
-    await buildProgram(io).parseAsync([...args], { from: 'user' });
+    await program.parseAsync([...args], { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) {
@@ -67,5 +84,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     const detail = error instanceof Error ? (io.env.OS_AUDIT_DEBUG ? error.stack : error.message) : String(error);
     io.stderr.write(`os-audit: ${detail}\n`);
     return 1;
+  } finally {
+    await embedded?.stop().catch((error: unknown) => io.stderr.write(`os-audit: the embedded PostgreSQL did not stop: ${String(error)}\n`));
   }
 }

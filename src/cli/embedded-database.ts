@@ -1,0 +1,53 @@
+import { migrateToLatest } from '../db/migrate.js';
+import { type LocalPostgres, startLocalPostgres } from '../db/local-postgres.js';
+import { openDatabase } from '../db/open-database.js';
+import { type CliIo, write } from './cli-context.js';
+
+/** Where the embedded PostgreSQL keeps its files when neither `--data-dir` nor the environment says. */
+export const DEFAULT_DATA_DIR = '.os-audit';
+
+/**
+ * The database of a command that names none: the embedded PostgreSQL in `dataDir`, started on
+ * demand (or joined, when another command such as a running daemon started it) and brought to
+ * the latest migration, since nobody else manages its schema.
+ *
+ * @example
+ * ```ts
+ * const server = await openEmbeddedDatabase(io, '.os-audit');
+ * try { … server.url … } finally { await server.stop(); }
+ * ```
+ */
+export async function openEmbeddedDatabase(io: CliIo, dataDir: string): Promise<LocalPostgres> {
+  const server = await startLocalPostgres({ dataDir, onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
+  try {
+    const db = openDatabase({ connectionString: server.url, applicationName: 'os-audit-cli', maxConnections: 1 });
+    try {
+      await migrateToLatest(db);
+    } finally {
+      await db.destroy();
+    }
+    return { ...server, stop: stopAlsoOnInterrupt(server) };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+/**
+ * The server runs detached from our process group, so Ctrl-C reaches only us. A command that
+ * handles the signal itself (the daemon) returns normally and the server is stopped after it;
+ * for any other, stop the server here before exiting as the signal would have.
+ */
+function stopAlsoOnInterrupt(server: LocalPostgres): () => Promise<void> {
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (process.listenerCount(signal) > 1) return;
+    void server.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return async () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await server.stop();
+  };
+}
