@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+
+/** Runs another `os-audit` command line in this invocation, on the same database. */
+export type RunCommand = (args: readonly string[]) => Promise<void>;
+
+export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCommand): void {
+  program
+    .command('up')
+    .description('the whole job in one command: migrate, import logs (optional), say where to look, then run the projector daemon')
+    .option('--import <dir>', 'import this directory of <session_id>.jsonl logs first (importing again stores nothing new)')
+    .addHelpText('after', '\n`npm start` runs `os-audit up --import samples`. Stop with Ctrl-C.')
+    .action(async (options: { import?: string }, command: Command) => {
+      const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const onThisDatabase = (args: string[]) => runCommand(['--database-url', url, ...args]);
+      await onThisDatabase(['migrate']);
+      if (options.import !== undefined) await onThisDatabase(['import', options.import]);
+      const example = await withDatabase(url, (db) => db.selectFrom('sessions').select('session_id').orderBy('session_id').limit(1).executeTakeFirst());
+      const session = example ? shellWord(example.session_id) : '<session_id>';
+      await write(
+        io.stdout,
+        [
+          '',
+          'os-audit is up: the projector below folds every new event into the snapshot tables.',
+          `  database    ${url}`,
+          `  a snapshot  npx os-audit snapshot ${session}`,
+          `  overview    psql '${url}' -c 'SELECT * FROM os_session_overview'`,
+          '  progress    npx os-audit status',
+          'Stop with Ctrl-C.',
+          '',
+          '',
+        ].join('\n'),
+      );
+      await onThisDatabase(['project']);
+    });
+}
+
+function shellWord(text: string): string {
+  return /^[\w.-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}
