@@ -1,0 +1,75 @@
+/**
+ * os-audit: agent-OS session logs in PostgreSQL, and each session's OS audit snapshot kept in
+ * SQL tables. This is the package's public API (`import … from 'os-audit'`); the CLI
+ * (`os-audit`) is built on it.
+ *
+ * @example
+ * ```ts
+ * import { foldOsSnapshot, migrateToLatest, PostgresSessionLog, validateEvent } from 'os-audit';
+ *
+ * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL! });
+ * await migrateToLatest(log.db);
+ * await log.append('session-1', { kind: 'suspended', turn: 3, reason: 'ask_user', pending_calls: ['c1'] });
+ * const entries = await log.read('session-1');
+ * console.log(foldOsSnapshot(entries.map(({ event }) => validateEvent(event))).last_suspend);
+ * await log.close();
+ * ```
+ *
+ * @module
+ */
+
+// The runtime's session log interface, in PostgreSQL.
+export { PostgresSessionLog } from './session-log/postgres-session-log.js';
+export type { SessionLog, SessionLogEntry } from './session-log/session-log.js';
+
+// The database.
+export { type DatabaseOptions, openDatabase } from './db/open-database.js';
+export { MigrationError, migrateToLatest } from './db/migrate.js';
+export type { DB } from './db/schema.js';
+
+// The event store.
+export { type AppendOptions, EventStore, type ReadSessionOptions, type StoredEvent } from './store/event-store.js';
+export { ConcurrencyError } from './store/concurrency-error.js';
+export { type EventOrigin, InvalidEventError } from './store/invalid-event-error.js';
+
+// Events and their contract.
+export type { KnownEventKind, KnownSessionEvent, SessionEvent, U32, U64 } from './events/session-event.js';
+export { EventValidationError, type ValidateEventOptions, type ValidationIssue, validateEvent } from './events/validate-event.js';
+
+// Lossless JSON: how events are typed, read and written.
+export { isJsonObject, type JsonArray, JsonFloat, type JsonObject, type JsonValue } from './json/json-value.js';
+export { JsonParseError, type JsonParseErrorCode, parseJson } from './json/parse-json.js';
+export { stringifyJson } from './json/stringify-json.js';
+
+// The projector.
+export { type CatchUpReport, Projector, type ProjectorEvent, type ProjectorOptions } from './projector/projector.js';
+export type { Projection } from './projector/projection.js';
+export type { BatchResult } from './projector/run-batch.js';
+export type { Checkpoint } from './projector/checkpoint.js';
+export { CheckpointMovedError, ProjectionHaltedError } from './projector/projection-halted-error.js';
+export { LeaseLostError } from './projector/lease.js';
+export { type HorizonHolder, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
+export { rebuildProjection, type RebuildOptions, type RebuildReport } from './projector/rebuild-projection.js';
+
+// The OS audit snapshot: the reference fold, its SQL projection, reading and verifying it.
+export {
+  type BudgetExceededRecord,
+  canonicalOsSnapshot,
+  emptyOsSnapshot,
+  foldOsSnapshot,
+  type OsSnapshot,
+  parseOsSnapshot,
+  type ProcessRecord,
+  type SerializeOsSnapshotOptions,
+  serializeOsSnapshot,
+  type SignalRecord,
+  type SuspendRecord,
+} from '../projections/os-snapshot/index.js';
+export { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
+export { type FoldedSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot } from '../projections/os-snapshot/stored-os-snapshot.js';
+export {
+  type SnapshotMismatch,
+  type VerifyReport,
+  type VerifySelection,
+  verifyOsSnapshots,
+} from '../projections/os-snapshot/verify-os-snapshots.js';

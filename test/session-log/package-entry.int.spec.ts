@@ -1,0 +1,153 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as api from '../../src/index.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+/**
+ * The package as a user gets it: built as `npm run build` builds it (into a copy, so that the
+ * repository's own `dist/` is not involved), installed in an application's `node_modules`,
+ * and imported by its name, in JavaScript and in TypeScript.
+ */
+const testDb = useTestDatabase();
+const run = promisify(execFile);
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const tscEntry = fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url));
+
+/** The exports a user reaches through `import … from 'os-audit'`. */
+const expectedExports = [
+  'CheckpointMovedError',
+  'ConcurrencyError',
+  'EventStore',
+  'EventValidationError',
+  'InvalidEventError',
+  'JsonFloat',
+  'JsonParseError',
+  'LeaseLostError',
+  'MigrationError',
+  'OS_SNAPSHOT_PROJECTION',
+  'PostgresSessionLog',
+  'ProjectionHaltedError',
+  'Projector',
+  'canonicalOsSnapshot',
+  'emptyOsSnapshot',
+  'foldOsSnapshot',
+  'isJsonObject',
+  'migrateToLatest',
+  'openDatabase',
+  'osSnapshotProjection',
+  'parseJson',
+  'parseOsSnapshot',
+  'readProjectionStatus',
+  'readSqlOsSnapshot',
+  'rebuildProjection',
+  'serializeOsSnapshot',
+  'stringifyJson',
+  'validateEvent',
+  'verifyOsSnapshots',
+];
+
+const consumerJs = `
+import { createRequire } from 'node:module';
+import * as api from 'os-audit';
+import { foldOsSnapshot, PostgresSessionLog, stringifyJson, validateEvent } from 'os-audit';
+
+const log = PostgresSessionLog.connect({ connectionString: process.argv[2] });
+try {
+  await log.append('package-entry', { kind: 'run_terminal', reason: 'done', turns_used: 1, total_tokens: 18446744073709551615n });
+  await log.append('package-entry', { kind: 'suspended', turn: 2, reason: 'ask_user', pending_calls: ['c1'] });
+  const entries = await log.read('package-entry');
+  const snapshot = foldOsSnapshot(entries.map(({ event }) => validateEvent(event)));
+  const deepImport = await import('os-audit/dist/src/store/event-store.js').then(() => 'resolved', (error) => error.code);
+  const packageName = createRequire(import.meta.url)('os-audit/package.json').name;
+  console.log(stringifyJson({ names: Object.keys(api).sort(), entries, lastSuspend: snapshot.last_suspend, deepImport, packageName }));
+} finally {
+  await log.close();
+}
+`;
+
+const consumerTs = `
+import {
+  type JsonValue,
+  type OsSnapshot,
+  PostgresSessionLog,
+  type SessionLog,
+  type SessionLogEntry,
+  foldOsSnapshot,
+  validateEvent,
+} from 'os-audit';
+
+export async function replay(connectionString: string): Promise<OsSnapshot> {
+  const log: SessionLog = PostgresSessionLog.connect({ connectionString });
+  const seq: number = await log.append('s', { kind: 'page_in', turn: 1, entry_count: 2, big: 18446744073709551615n });
+  const entries: SessionLogEntry[] = await log.read('s', seq);
+  const total: JsonValue | undefined = entries[0]?.event.big;
+  void total;
+  // @ts-expect-error an event is a JSON object
+  await log.append('s', 'not an event');
+  return foldOsSnapshot(entries.map(({ event }) => validateEvent(event)));
+}
+`;
+
+let app: string;
+let scratch: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(tmpdir(), 'os-audit-package-'));
+  const pkg = path.join(scratch, 'os-audit');
+  await mkdir(pkg);
+  await cp(path.join(repoRoot, 'package.json'), path.join(pkg, 'package.json'));
+  await symlink(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
+  await run(process.execPath, [tscEntry, '-p', path.join(repoRoot, 'tsconfig.build.json'), '--outDir', path.join(pkg, 'dist')]).catch(
+    (error: { stdout?: string; message: string }) => {
+      throw new Error(`the build failed: ${error.stdout ?? error.message}`);
+    },
+  );
+
+  app = path.join(scratch, 'app');
+  await mkdir(path.join(app, 'node_modules'), { recursive: true });
+  await symlink(pkg, path.join(app, 'node_modules', 'os-audit'));
+  await writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module', private: true }));
+  await writeFile(path.join(app, 'consumer.mjs'), consumerJs);
+  await writeFile(path.join(app, 'consumer.ts'), consumerTs);
+  await writeFile(
+    path.join(app, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+      files: ['consumer.ts'],
+    }),
+  );
+});
+
+afterAll(async () => {
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+describe("the package entry ('os-audit')", () => {
+  it('exports the public API from the source entry', () => {
+    expect(Object.keys(api).sort()).toEqual(expectedExports);
+  });
+
+  it('resolves by name from an application, runs against PostgreSQL, and hides the internals', async () => {
+    const { stdout } = await run(process.execPath, ['consumer.mjs', testDb.url], { cwd: app });
+    const result = api.parseJson(stdout) as api.JsonObject;
+    expect(result.names).toEqual(expectedExports);
+    expect(result.entries).toEqual([
+      { seq: 0, event: { kind: 'run_terminal', reason: 'done', turns_used: 1, total_tokens: 18446744073709551615n } },
+      { seq: 1, event: { kind: 'suspended', turn: 2, reason: 'ask_user', pending_calls: ['c1'] } },
+    ]);
+    expect(result.lastSuspend).toEqual({ turn: 2, reason: 'ask_user', pending_calls: ['c1'] });
+    expect(result.deepImport).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
+    expect(result.packageName).toBe('os-audit');
+  });
+
+  it('gives TypeScript users its declarations', async () => {
+    const check = run(process.execPath, [tscEntry, '-p', path.join(app, 'tsconfig.json')], { cwd: app });
+    await expect(check.catch((error: { stdout?: string }) => Promise.reject(new Error(error.stdout)))).resolves.toBeDefined();
+  });
+});
