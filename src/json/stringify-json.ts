@@ -16,7 +16,8 @@ import { MAX_JSON_DEPTH } from './parse-json.js';
  * text has a fraction or an exponent. Other numbers are written as `JSON.stringify` writes
  * them (so `0.5` comes back as a `JsonFloat` and `2 ** 60` as a `bigint`).
  *
- * Throws a `TypeError` for what JSON cannot hold (`NaN`, `Infinity`, `undefined`, functions,
+ * An object member whose value is `undefined` is left out, as `JSON.stringify` leaves it out.
+ * Throws a `TypeError` for what JSON cannot hold (`NaN`, `Infinity`, `undefined` elsewhere, functions,
  * symbols, a `JsonFloat` whose text is not a JSON number with a fraction or an exponent) and
  * a `RangeError` for nesting deeper than `MAX_JSON_DEPTH` (which `parseJson` would refuse;
  * this also stops cycles).
@@ -81,16 +82,15 @@ function write(value: JsonValue, depth: number, sanitizer: StringSanitizer | nul
         for (let i = 1; i < length; i++) out += ',' + write(value[i] as JsonValue, depth + 1, sanitizer);
         return out + ']';
       }
-      const keys = Object.keys(value);
-      const count = keys.length;
-      if (count === 0) return '{}';
       let out = '{';
-      for (let i = 0; i < count; i++) {
-        const key = keys[i] as string;
-        if (i > 0) out += ',';
+      for (const key of Object.keys(value)) {
+        const member = value[key];
+        // As JSON.stringify does: SDK objects leave optional fields undefined to mean absent.
+        if (member === undefined) continue;
+        if (out.length > 1) out += ',';
         out += JSON.stringify(sanitizer === null ? key : sanitizer.sanitize(key));
         out += ':';
-        out += write(value[key] as JsonValue, depth + 1, sanitizer);
+        out += write(member, depth + 1, sanitizer);
       }
       return out + '}';
     }

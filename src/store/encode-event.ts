@@ -37,8 +37,17 @@ export function encodeEvent(value: JsonValue, origin: EventOrigin, options: Enco
     if (error instanceof EventValidationError) throw InvalidEventError.fromValidation(origin, error);
     throw error;
   }
-  const { payload, exactText } = (sourceText === undefined ? undefined : storableSourceText(sourceText)) ?? toStorableJson(value);
+  const { payload, exactText } = (sourceText === undefined ? undefined : storableSourceText(sourceText)) ?? storable(value, origin);
   return { kind: event.kind, turn: eventTurn(event), payload, payloadText: exactText };
+}
+
+function storable(value: JsonValue, origin: EventOrigin): ReturnType<typeof toStorableJson> {
+  try {
+    return toStorableJson(value);
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
+    throw error;
+  }
 }
 
 /** A session id is a non-empty string that PostgreSQL `text` can hold. */

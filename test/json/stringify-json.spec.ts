@@ -175,6 +175,12 @@ describe('stringifyJson', () => {
     expect(parseJson(again)).toEqual(value);
   });
 
+  it('leaves out object members that are undefined, as JSON.stringify does', () => {
+    const value = { a: 1, optional: undefined, b: [{ c: undefined, d: 'x' }] } as unknown as JsonValue;
+    expect(stringifyJson(value)).toBe(JSON.stringify(value));
+    expect(stringifyJson({ only: undefined } as unknown as JsonValue)).toBe('{}');
+  });
+
   it('refuses what JSON cannot hold', () => {
     expect(() => stringifyJson(Number.NaN)).toThrow(TypeError);
     expect(() => stringifyJson(Number.POSITIVE_INFINITY)).toThrow(TypeError);

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { JsonFloat } from '../../src/json/json-value.js';
+import { JsonFloat, type JsonValue } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
 import { ConcurrencyError } from '../../src/store/concurrency-error.js';
 import { EventStore } from '../../src/store/event-store.js';
@@ -69,6 +69,17 @@ describe('append', () => {
     await expect(attempt).rejects.toBeInstanceOf(InvalidEventError);
     await expect(attempt).rejects.toThrow(/session "invalid-1", event #1: .*turn/);
     expect(await countRows('invalid-1')).toBe(0);
+  });
+
+  it('stores an undefined optional field as absent, and refuses a value JSON cannot hold, naming the session', async () => {
+    const sdkEvent = { kind: 'page_out', turn: 1, summary: undefined, message_count: 2 } as unknown as JsonValue;
+    expect(await store().append('undefined-1', [sdkEvent])).toEqual([0]);
+    expect((await readAll('undefined-1'))[0]!.event).toEqual({ kind: 'page_out', turn: 1, message_count: 2 });
+
+    const attempt = store().append('nan-1', [{ kind: 'llm_completed', turn: 1, message: { score: Number.NaN } }]);
+    await expect(attempt).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(attempt).rejects.toThrow(/session "nan-1", event #0: not JSON: NaN/);
+    expect(await countRows('nan-1')).toBe(0);
   });
 
   it('refuses U+0000 in a field the snapshot reads, and session ids that text cannot hold', async () => {
