@@ -100,10 +100,13 @@ export class EventStore {
   }
 
   /**
-   * The seq of the session's last event; -1 when it has none. With `lock` (inside
+   * The seq of the session's last event; -1 when it has none. Session ids are checked as
+   * `append` checks them: the driver would send a lone surrogate as U+FFFD and answer for
+   * another session. With `lock` (inside
    * {@link transaction}), other writers of the session wait until this transaction ends.
    */
   async lastSeq(sessionId: string, options: { lock?: boolean } = {}): Promise<number> {
+    checkSessionId(sessionId);
     let query = this.db.selectFrom('sessions').select('last_seq').where('session_id', '=', sessionId);
     if (options.lock) query = query.forUpdate();
     const head = await query.executeTakeFirst();
@@ -113,6 +116,7 @@ export class EventStore {
   /** The last seq of each of these sessions that has events. */
   async lastSeqs(sessionIds: readonly string[]): Promise<Map<string, number>> {
     if (sessionIds.length === 0) return new Map();
+    for (const sessionId of sessionIds) checkSessionId(sessionId);
     const rows = await this.db
       .selectFrom('sessions')
       .select(['session_id', 'last_seq'])
@@ -126,6 +130,7 @@ export class EventStore {
    * while reading are included up to where the reader has got.
    */
   async *readSession(sessionId: string, options: ReadSessionOptions = {}): AsyncGenerator<StoredEvent> {
+    checkSessionId(sessionId);
     const pageSize = options.pageSize ?? 1000;
     let nextSeq = options.fromSeq ?? 0;
     for (;;) {

@@ -86,6 +86,10 @@ describe('append', () => {
     await expect(store().append('nul-1', [{ kind: 'suspended', turn: 1, reason: 'ask\u0000user' }])).rejects.toThrow(/reason/);
     await expect(store().append('bad\u0000id', [pageIn(1)])).rejects.toThrow(/session id/);
     await expect(store().append('', [pageIn(1)])).rejects.toThrow(/session id/);
+    // Read back, a lone surrogate would reach the server as U+FFFD: another session.
+    await store().append('lone-\ufffd', [pageIn(1)]);
+    await expect(readAll('lone-\ud800')).rejects.toThrow(/session id/);
+    await expect(store().lastSeq('lone-\ud800')).rejects.toThrow(/session id/);
   });
 
   it('serializes concurrent writers of one session without losing or repeating a seq', async () => {
