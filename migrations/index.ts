@@ -2,6 +2,8 @@ import type { Migration } from 'kysely';
 import * as eventStore from './0001-event-store.js';
 import * as osSnapshotProjection from './0002-os-snapshot-projection.js';
 import * as projectorFastPath from './0003-projector-fast-path.js';
+import * as dashboardViews from './0004-dashboard-views.js';
+import * as roles from './0005-roles.js';
 
 /**
  * Every migration, by name, applied in name order. Imported statically (not read from the
@@ -12,4 +14,6 @@ export const migrations: Record<string, Migration> = {
   '0001-event-store': eventStore,
   '0002-os-snapshot-projection': osSnapshotProjection,
   '0003-projector-fast-path': projectorFastPath,
+  '0004-dashboard-views': dashboardViews,
+  '0005-roles': roles,
 };

@@ -13,11 +13,27 @@ export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface OsBudgetEvents {
+  budget: string | null;
+  recorded_at: Timestamp | null;
+  seq: Exact.Int8 | null;
+  session_id: string | null;
+  turn: Exact.Int8 | null;
+}
+
 export interface OsBudgetExceeded {
   budget: string;
   seq: Exact.Int8;
   session_id: string;
   turn: Exact.Int8;
+}
+
+export interface OsEventActivity {
+  kind: string | null;
+  recorded_at: Timestamp | null;
+  seq: Exact.Int8 | null;
+  session_id: string | null;
+  turn: Exact.Int8 | null;
 }
 
 export interface OsProcesses {
@@ -34,6 +50,57 @@ export interface OsProcesses {
   state: string;
   turn: Exact.Int8;
   updated_at: Generated<Timestamp>;
+}
+
+export interface OsProcessesByState {
+  processes: Exact.Int8 | null;
+  sessions: Exact.Int8 | null;
+  state: string | null;
+}
+
+export interface OsProcessStates {
+  processes: Exact.Int8 | null;
+  session_id: string | null;
+  state: string | null;
+}
+
+export interface OsProjectionLag {
+  checkpoint_position: Exact.Int8 | null;
+  events_applied: Exact.Int8 | null;
+  lag_events: Exact.Int8 | null;
+  lag_seconds: number | null;
+  leader: string | null;
+  leader_live: boolean | null;
+  projection: string | null;
+  updated_at: Timestamp | null;
+}
+
+export interface OsSessionOverview {
+  budget_exceeded: Exact.Int8 | null;
+  events: Exact.Int8 | null;
+  first_recorded_at: Timestamp | null;
+  last_recorded_at: Timestamp | null;
+  last_suspend_reason: string | null;
+  memory_queried_count: Exact.Int8 | null;
+  memory_retrieval_result_count: Exact.Int8 | null;
+  memory_validation_failed_count: Exact.Int8 | null;
+  memory_written_count: Exact.Int8 | null;
+  page_in_count: Exact.Int8 | null;
+  page_out_count: Exact.Int8 | null;
+  processes: Exact.Int8 | null;
+  projected_seq: Exact.Int8 | null;
+  running_processes: Exact.Int8 | null;
+  session_id: string | null;
+  signals: Exact.Int8 | null;
+  suspended: boolean | null;
+  tool_gated_count: Exact.Int8 | null;
+}
+
+export interface OsSignalDispositions {
+  disposition: string | null;
+  max_queue_depth: Exact.Int8 | null;
+  sessions: Exact.Int8 | null;
+  signals: Exact.Int8 | null;
 }
 
 export interface OsSignals {
@@ -68,6 +135,15 @@ export interface OsSnapshots {
   session_id: string;
   tool_gated_count: Generated<Exact.Int8>;
   updated_at: Generated<Timestamp>;
+}
+
+export interface OsSuspendedSessions {
+  pending_calls: string[] | null;
+  reason: string | null;
+  session_id: string | null;
+  suspend_seq: Exact.Int8 | null;
+  suspend_turn: Exact.Int8 | null;
+  suspended_at: Timestamp | null;
 }
 
 export interface ProjectionCheckpoints {
@@ -120,11 +196,19 @@ export interface Sessions {
 }
 
 export interface DB {
+  os_budget_events: OsBudgetEvents;
   os_budget_exceeded: OsBudgetExceeded;
+  os_event_activity: OsEventActivity;
+  os_process_states: OsProcessStates;
   os_processes: OsProcesses;
+  os_processes_by_state: OsProcessesByState;
+  os_projection_lag: OsProjectionLag;
+  os_session_overview: OsSessionOverview;
+  os_signal_dispositions: OsSignalDispositions;
   os_signals: OsSignals;
   os_snapshot_json: OsSnapshotJson;
   os_snapshots: OsSnapshots;
+  os_suspended_sessions: OsSuspendedSessions;
   projection_checkpoints: ProjectionCheckpoints;
   projection_errors: ProjectionErrors;
   projection_leases: ProjectionLeases;

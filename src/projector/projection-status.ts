@@ -35,18 +35,15 @@ export interface ProjectionStatus {
  * ```
  */
 export async function readProjectionStatus(db: Kysely<DB>, projection: string): Promise<ProjectionStatus> {
+  // The backlog as the view os_projection_lag defines it, for dashboards and for this status alike.
   const checkpoint = await db
-    .selectFrom('projection_checkpoints')
-    .select([sql<string>`transaction_id::text`.as('transaction_id'), 'position', 'updated_at', 'events_applied', 'last_error', 'last_error_at'])
-    .where('projection', '=', projection)
+    .selectFrom('projection_checkpoints as c')
+    .innerJoin('os_projection_lag as l', 'l.projection', 'c.projection')
+    .select([sql<string>`c.transaction_id::text`.as('transaction_id'), 'c.position', 'c.updated_at', 'c.events_applied', 'c.last_error', 'c.last_error_at'])
+    .select(['l.lag_events', 'l.lag_seconds'])
+    .where('c.projection', '=', projection)
     .executeTakeFirstOrThrow();
-
-  const { rows: backlog } = await sql<{ events: number; seconds: number | null; held_back: boolean }>`
-    SELECT count(*)::bigint AS events,
-           extract(epoch FROM now() - min(recorded_at))::float8 AS seconds,
-           coalesce(bool_or(transaction_id >= pg_snapshot_xmin(pg_current_snapshot())), false) AS held_back
-    FROM session_events
-    WHERE (transaction_id, position) > (${checkpoint.transaction_id}::xid8, ${checkpoint.position}::bigint)`.execute(db);
+  const behind = { events: checkpoint.lag_events ?? 0, seconds: checkpoint.lag_seconds ?? 0 };
 
   const lease = await db
     .selectFrom('projection_leases')
@@ -60,7 +57,7 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
     .where('projection', '=', projection)
     .executeTakeFirstOrThrow();
 
-  const behind = backlog[0]!;
+  const heldBack = behind.events > 0 && (await backlogWaitsForOpenTransaction(db, checkpoint));
   return {
     projection,
     checkpoint: {
@@ -69,15 +66,29 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
       updatedAt: checkpoint.updated_at,
       eventsApplied: checkpoint.events_applied,
     },
-    behind: { events: Number(behind.events), seconds: behind.events > 0 ? Math.max(0, behind.seconds ?? 0) : 0 },
+    behind,
     leader: lease ? { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expires_at, live: lease.live } : null,
     lastError: checkpoint.last_error ? { message: checkpoint.last_error, at: checkpoint.last_error_at } : null,
     skippedEvents: Number(skipped.n),
-    horizonHeldBy: behind.held_back ? await findHorizonHolder(db) : null,
+    horizonHeldBy: heldBack ? await findHorizonHolder(db) : null,
   };
 }
 
-/** The oldest transaction still open on the server (any database): the one that holds the horizon. */
+/** True when some event after the checkpoint is at or above the horizon: an older transaction is still open. */
+async function backlogWaitsForOpenTransaction(db: Kysely<DB>, after: { transaction_id: string; position: number }): Promise<boolean> {
+  const { rows } = await sql<{ held_back: boolean }>`
+    SELECT EXISTS (
+      SELECT FROM session_events
+      WHERE (transaction_id, position) > (${after.transaction_id}::xid8, ${after.position}::bigint)
+        AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held_back`.execute(db);
+  return rows[0]!.held_back;
+}
+
+/**
+ * The oldest transaction still open on the server (any database): the one that holds the horizon.
+ * A role without pg_read_all_stats sees another user's pid, database, application and xid, but
+ * not its state, age or query (null, and `<insufficient privilege>`).
+ */
 async function findHorizonHolder(db: Kysely<DB>): Promise<HorizonHolder | null> {
   const { rows } = await sql<HorizonHolder & { age: number }>`
     SELECT * FROM (
