@@ -1,0 +1,112 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+
+/** The repository's root folder: compose paths are relative to it. */
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The parts of a compose service the tests read. */
+export interface ComposeService {
+  image?: string;
+  build?: string | { context: string; dockerfile?: string };
+  command?: string[];
+  environment?: Record<string, string>;
+  env_file?: string | string[];
+  ports?: string[];
+  volumes?: (string | { type: string; source?: string; target: string; read_only?: boolean })[];
+  depends_on?: Record<string, { condition: string }>;
+  restart?: string;
+  healthcheck?: { test: string[]; interval?: string; timeout?: string; retries?: number; start_period?: string };
+}
+
+export interface ComposeFile {
+  services: Record<string, ComposeService>;
+  volumes?: Record<string, unknown>;
+}
+
+/** A host folder or file mounted into a container. */
+export interface BindMount {
+  /** Absolute host path. */
+  source: string;
+  target: string;
+}
+
+/** Parses a YAML file of the repository (merge keys `<<` on, as compose reads them). */
+function readYaml<T>(relativePath: string): T {
+  return parse(readFileSync(path.join(REPO_ROOT, relativePath), 'utf8'), { merge: true }) as T;
+}
+
+export function readComposeFile(): ComposeFile {
+  return readYaml<ComposeFile>('docker-compose.yml');
+}
+
+/** The bind mounts of a service (short `./host:/container[:ro]` and long syntax). */
+export function bindMounts(service: ComposeService): BindMount[] {
+  const mounts: BindMount[] = [];
+  for (const volume of service.volumes ?? []) {
+    if (typeof volume === 'string') {
+      const [source = '', target = ''] = volume.split(':');
+      if (source.startsWith('.') || source.startsWith('/')) mounts.push({ source: path.resolve(REPO_ROOT, source), target });
+    } else if (volume.type === 'bind' && volume.source) {
+      mounts.push({ source: path.resolve(REPO_ROOT, volume.source), target: volume.target });
+    }
+  }
+  return mounts;
+}
+
+/** The names of the named volumes a service mounts. */
+export function namedVolumes(service: ComposeService): string[] {
+  return (service.volumes ?? []).flatMap((volume) => {
+    const source = typeof volume === 'string' ? (volume.split(':')[0] ?? '') : volume.type === 'volume' ? (volume.source ?? '') : '';
+    return source && !source.startsWith('.') && !source.startsWith('/') ? [source] : [];
+  });
+}
+
+/** Where a path seen inside a service's container lives on the host, through its bind mounts. */
+export function hostPathOf(service: ComposeService, containerPath: string): string | undefined {
+  const mount = bindMounts(service)
+    .filter(({ target }) => containerPath === target || containerPath.startsWith(`${target}/`))
+    .sort((a, b) => b.target.length - a.target.length)[0];
+  return mount && path.join(mount.source, containerPath.slice(mount.target.length));
+}
+
+/** A Grafana data source as provisioned. */
+export interface ProvisionedDatasource {
+  name: string;
+  uid: string;
+  type: string;
+  url: string;
+  user: string;
+  jsonData: { database: string; sslmode?: string };
+  secureJsonData: { password: string };
+}
+
+export interface DashboardProvider {
+  name: string;
+  type: string;
+  folder?: string;
+  options: { path: string };
+}
+
+/** The data sources provisioned in Grafana's container (every YAML file of the folder). */
+export function provisionedDatasources(grafana: ComposeService): ProvisionedDatasource[] {
+  return provisioningFiles(grafana, 'datasources').flatMap((file) => parse(readFileSync(file, 'utf8')).datasources as ProvisionedDatasource[]);
+}
+
+export function dashboardProviders(grafana: ComposeService): DashboardProvider[] {
+  return provisioningFiles(grafana, 'dashboards').flatMap((file) => parse(readFileSync(file, 'utf8')).providers as DashboardProvider[]);
+}
+
+/** The YAML files Grafana reads from `/etc/grafana/provisioning/<kind>`, as the compose file mounts them. */
+function provisioningFiles(grafana: ComposeService, kind: 'datasources' | 'dashboards'): string[] {
+  const folder = hostPathOf(grafana, `/etc/grafana/provisioning/${kind}`);
+  if (!folder) throw new Error(`nothing is mounted at /etc/grafana/provisioning/${kind}`);
+  return listYaml(folder);
+}
+
+function listYaml(folder: string): string[] {
+  return readdirSync(folder)
+    .filter((name) => /\.ya?ml$/.test(name))
+    .map((name) => path.join(folder, name));
+}
