@@ -1,27 +1,68 @@
 import type { Writable } from 'node:stream';
+import cliProgress, { type Options, type Params } from 'cli-progress';
+
+interface Payload {
+  detail: string;
+  /** Whether the total is known: a bar, or the detail alone. */
+  bar: boolean;
+}
 
 /**
- * A progress line redrawn in place on a terminal at most every 200 ms; silent when the stream
- * is not a terminal, so logs and pipes stay clean.
+ * A progress bar redrawn in place on a terminal (at most ten times a second): `label`, the bar
+ * with its percentage and ETA when the total is known, and a detail. Silent when the stream is
+ * not a terminal, so that logs and pipes stay clean. Call {@link done} in a `finally`: the bar
+ * redraws on a timer until then.
+ *
+ * @example
+ * ```ts
+ * const progress = new ProgressLine(io.stderr, 'verifying');
+ * try {
+ *   for (const [i, id] of ids.entries()) { await check(id); progress.update(i + 1, ids.length, `${i + 1}/${ids.length} sessions`); }
+ * } finally {
+ *   progress.done();
+ * }
+ * ```
  */
 export class ProgressLine {
-  private lastDrawn = 0;
-  private drawn = false;
+  private readonly bar: cliProgress.SingleBar;
+  private started = false;
 
-  constructor(private readonly stream: Writable & { isTTY?: boolean }) {}
-
-  update(text: string): void {
-    if (!this.stream.isTTY) return;
-    const now = Date.now();
-    if (now - this.lastDrawn < 200) return;
-    this.lastDrawn = now;
-    this.drawn = true;
-    this.stream.write(`\r\x1b[2K${text}`);
+  constructor(
+    private readonly stream: Writable & { isTTY?: boolean },
+    label: string,
+  ) {
+    this.bar = new cliProgress.SingleBar({
+      stream,
+      clearOnComplete: true,
+      barsize: 30,
+      barCompleteChar: '█',
+      barIncompleteChar: '░',
+      format: (options: Options, params: Params, payload: Payload) =>
+        payload.bar ? cliProgress.Format.Formatter({ ...options, format: `${label} {bar} {percentage}% | {detail} | ETA {eta_formatted}` }, params, payload) : `${label}: ${payload.detail}`,
+    });
   }
 
-  /** Clears the line before the final report. */
+  /** Whether anything is drawn: skip work done only for the bar (a count) when not. */
+  get visible(): boolean {
+    return this.stream.isTTY === true;
+  }
+
+  /** Shows `value` of `total` (unknown: no bar), with `detail`. */
+  update(value: number, total: number | undefined, detail: string): void {
+    if (!this.visible) return;
+    const payload: Payload = { detail, bar: total !== undefined };
+    if (!this.started) {
+      this.started = true;
+      this.bar.start(total ?? 1, value, payload);
+      return;
+    }
+    if (total !== undefined && total !== this.bar.getTotal()) this.bar.setTotal(total);
+    this.bar.update(value, payload);
+  }
+
+  /** Clears the bar before the final report. */
   done(): void {
-    if (this.drawn) this.stream.write('\r\x1b[2K');
-    this.drawn = false;
+    if (this.started) this.bar.stop();
+    this.started = false;
   }
 }

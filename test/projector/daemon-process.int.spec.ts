@@ -11,7 +11,6 @@ import {
   type DaemonProcess,
   foldedTotals,
   lastSeqsOffTheCheckpoint,
-  leaderLine,
   pollUntil,
   readCheckpointRow,
   readLeaseRow,
@@ -89,13 +88,20 @@ async function expectProjectionComplete(sessions?: readonly string[]): Promise<v
   expect(await lastSeqsOffTheCheckpoint(testDb.db)).toEqual([]);
 }
 
-/** The daemon's epoch from its (first) leader line. */
+/** The daemon's epoch from its (first) leader log record, which names it as the lease owner. */
 async function leaderEpoch(daemon: DaemonProcess, timeoutMs = 30_000): Promise<{ epoch: number; at: number }> {
-  const line = await daemon.waitForLine(leaderLine(daemon.owner), timeoutMs);
-  return { epoch: Number(line.match[1]), at: line.at };
+  const record = await daemon.waitForLog('leader', timeoutMs);
+  expect(record).toMatchObject({ owner: daemon.owner, level: 'info', epoch: expect.any(Number), msg: `leader: ${daemon.owner} holds the lease (epoch ${record.epoch})` });
+  return { epoch: record.epoch as number, at: record.at };
 }
 
-const leaderLines = (daemon: DaemonProcess) => daemon.lines.filter((line) => / leader: /.test(line.text));
+const leaderLogs = (daemon: DaemonProcess) => daemon.logs.filter((record) => record.event === 'leader');
+
+/** It stopped cleanly, said so last, and wrote nothing but JSON log records on stderr. */
+function expectCleanStopLogs(daemon: DaemonProcess): void {
+  expect(daemon.logs.at(-1)).toMatchObject({ event: 'stopped', owner: daemon.owner, msg: 'os-audit projector stopped; lease released' });
+  expect(daemon.logs).toHaveLength(daemon.lines.length);
+}
 
 /**
  * SIGKILLs `daemon` as soon as the checkpoint is past `atLeast` events (and short of `total`)
@@ -223,8 +229,8 @@ describe('os-audit project as a process', () => {
     expect((await leaderEpoch(third)).epoch).toBe(3);
     await waitCaughtUp(third);
     expect(await third.stop('SIGTERM')).toEqual({ code: 0, signal: null });
-    expect(third.stderr()).toMatch(/stopped; lease released/);
-    expect(leaderLines(third)).toHaveLength(1);
+    expectCleanStopLogs(third);
+    expect(leaderLogs(third)).toHaveLength(1);
 
     await expectProjectionComplete();
     expect(await countEvents(testDb.db)).toBe(total);
@@ -238,9 +244,9 @@ describe('os-audit project as a process', () => {
 
     const a = startDaemon(testDb.url, { owner: 'pair-a', args: ['--batch-size', '500'] });
     const b = startDaemon(testDb.url, { owner: 'pair-b', args: ['--batch-size', '500'] });
-    const first = await Promise.any([a, b].map((daemon) => daemon.waitForLine(leaderLine(daemon.owner)).then(() => daemon)));
+    const first = await Promise.any([a, b].map((daemon) => leaderEpoch(daemon).then(() => daemon)));
     const [leader, standby] = first === a ? [a, b] : [b, a];
-    await standby.waitForLine(/os-audit projector .* started/);
+    await standby.waitForLog('started');
 
     // While the backlog is folded, and a while longer (beyond the TTL, so renewals count too),
     // the lease stays with the leader and its epoch does not change.
@@ -268,9 +274,9 @@ describe('os-audit project as a process', () => {
     expect([...owners]).toEqual([leader.owner]);
     expect([...epochs]).toEqual([(before?.epoch ?? 0) + 1]);
     expect(leader.isRunning() && standby.isRunning()).toBe(true);
-    expect(leaderLines(standby)).toEqual([]);
-    expect(leaderLines(leader)).toHaveLength(1);
-    expect(leader.stderr()).not.toMatch(/standby:/);
+    expect(leaderLogs(standby)).toEqual([]);
+    expect(leaderLogs(leader)).toHaveLength(1);
+    expect(leader.logs.filter((record) => record.event === 'standby')).toEqual([]);
     await expectProjectionComplete(pairIds);
 
     // Kill the leader, append more at once, and time the handover.
@@ -304,6 +310,7 @@ describe('os-audit project as a process', () => {
     expect(toCaughtUp).toBeLessThan(10_000);
 
     expect(await standby.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expectCleanStopLogs(standby);
     await expectProjectionComplete();
     expect(await countEvents(testDb.db)).toBe(total);
   }, 120_000);
@@ -322,7 +329,7 @@ describe('os-audit project as a process', () => {
       intervalMs: 10,
     });
     expect(await a.stop(signal)).toEqual({ code: 0, signal: null });
-    expect(a.stderr()).toMatch(/os-audit projector stopped; lease released/);
+    expectCleanStopLogs(a);
     // It was stopped part-way through the backlog.
     expect((await readProjectionStatus(testDb.db, 'os_snapshot')).behind.events).toBeGreaterThan(0);
     const lease = await readLeaseRow(testDb.db);
@@ -336,7 +343,7 @@ describe('os-audit project as a process', () => {
     expect(partial.snapshots.events).toBe((await readCheckpointRow(testDb.db)).events_applied);
 
     const b = startDaemon(testDb.url, { owner: `${prefix}-b`, args: ttl });
-    const started = await b.waitForLine(/os-audit projector .* started/);
+    const started = await b.waitForLog('started');
     const takeover = await leaderEpoch(b, 15_000);
     console.info(`${signal}: a new daemon led ${Math.round(takeover.at - started.at)} ms after it started (lease TTL 10000 ms)`);
     expect(takeover.epoch).toBe(epoch + 1);
@@ -344,6 +351,7 @@ describe('os-audit project as a process', () => {
 
     await waitCaughtUp(b);
     expect(await b.stop(signal === 'SIGTERM' ? 'SIGINT' : 'SIGTERM')).toEqual({ code: 0, signal: null });
+    expectCleanStopLogs(b);
     expect(await readLeaseRow(testDb.db)).toMatchObject({ owner: b.owner, epoch: epoch + 1, expired: true });
     await expectProjectionComplete(ids);
   }, 120_000);
@@ -354,15 +362,16 @@ describe('os-audit project as a process', () => {
     const a = startDaemon(testDb.url, { owner: 'handover-a', args: ttl });
     const { epoch } = await leaderEpoch(a);
     const b = startDaemon(testDb.url, { owner: 'handover-b', args: ttl });
-    await b.waitForLine(/os-audit projector .* started/);
+    await b.waitForLog('started');
     // b is polling for the lease by now; give it a few tries.
     await pollUntil('b to connect', async () => (await backendsOf(testDb.db, b.applicationName)).length > 0, { timeoutMs: 15_000 });
     await sleep(300);
-    expect(leaderLines(b)).toEqual([]);
+    expect(leaderLogs(b)).toEqual([]);
     expect(await readLeaseRow(testDb.db)).toMatchObject({ owner: a.owner, epoch, expired: false });
 
     const stoppedAt = performance.now();
     expect(await a.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expectCleanStopLogs(a);
     const takeover = await leaderEpoch(b, 15_000);
     const handover = takeover.at - stoppedAt;
     console.info(`clean handover (lease TTL 10000 ms): standby led ${Math.round(handover)} ms after SIGTERM to the leader`);
@@ -371,17 +380,19 @@ describe('os-audit project as a process', () => {
 
     // A standby stopped cleanly leaves the leader's lease alone.
     const c = startDaemon(testDb.url, { owner: 'handover-c', args: ttl });
-    await c.waitForLine(/os-audit projector .* started/);
+    await c.waitForLog('started');
     await pollUntil('c to connect', async () => (await backendsOf(testDb.db, c.applicationName)).length > 0, { timeoutMs: 15_000 });
     await sleep(300);
     expect(await c.stop('SIGTERM')).toEqual({ code: 0, signal: null });
-    expect(leaderLines(c)).toEqual([]);
+    expect(leaderLogs(c)).toEqual([]);
+    expectCleanStopLogs(c);
     expect(await readLeaseRow(testDb.db)).toMatchObject({ owner: b.owner, epoch: epoch + 1, expired: false });
 
     const store = new EventStore(testDb.db);
     await store.append('handover-late', events(30));
     await waitCaughtUp(b);
     expect(await b.stop('SIGINT')).toEqual({ code: 0, signal: null });
+    expectCleanStopLogs(b);
     expect(await readLeaseRow(testDb.db)).toMatchObject({ owner: b.owner, expired: true });
     await expectProjectionComplete([...ids, 'handover-late']);
   }, 120_000);

@@ -19,6 +19,17 @@ export interface Line {
   text: string;
 }
 
+/** A JSON log line of the daemon (see src/observability/projector-log.ts), with the time it reached us. */
+export interface LogRecord {
+  at: number;
+  level: string;
+  /** What happened: `started`, `listening`, `leader`, `standby`, `projected`, `halted`, `retry`, `stopped`, ... */
+  event?: string;
+  owner?: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
 /** An `os-audit project` daemon running as a real child process. */
 export interface DaemonProcess {
   readonly owner: string;
@@ -27,12 +38,18 @@ export interface DaemonProcess {
   readonly applicationName: string;
   /** stderr so far, line by line. */
   readonly lines: readonly Line[];
+  /** The stderr lines that are JSON log records, parsed. */
+  readonly logs: readonly LogRecord[];
   readonly stdout: () => string;
   readonly stderr: () => string;
   /** Resolves when the process has exited (never rejects). */
   readonly exited: Promise<Exit>;
   /** The first stderr line (past or future) matching `pattern`; rejects on timeout or exit. */
   waitForLine(pattern: RegExp, timeoutMs?: number): Promise<Line & { match: RegExpMatchArray }>;
+  /** The first log record (past or future) of `event`; rejects on timeout or exit. */
+  waitForLog(event: string, timeoutMs?: number): Promise<LogRecord>;
+  /** The URL of its metrics and health server, from its `listening` log record. */
+  metricsUrl(timeoutMs?: number): Promise<string>;
   /** Sends `signal` and waits for the exit. */
   stop(signal: NodeJS.Signals, timeoutMs?: number): Promise<Exit>;
   isRunning(): boolean;
@@ -42,6 +59,8 @@ export interface DaemonOptions {
   owner: string;
   /** Extra arguments after `project` and the defaults (later ones win with commander). */
   args?: readonly string[];
+  /** Environment variables on top of this process's and `DATABASE_URL`. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** `leader: OWNER holds the lease (epoch N)`, as the daemon logs it. */
@@ -68,21 +87,23 @@ export function useDaemonProcesses(): (databaseUrl: string, options: DaemonOptio
 }
 
 /**
- * Spawns `os-audit project --poll-interval 50 --lease-ttl 2000 --owner OWNER ...args` with tsx.
- * Its connections are named `owner` (through the URL's `application_name`), so that
+ * Spawns `os-audit project --poll-interval 50 --lease-ttl 2000 --metrics-port 0 --owner OWNER
+ * ...args` with tsx (its metrics server on a free port, so that daemons side by side do not
+ * collide). Its connections are named `owner` (through the URL's `application_name`), so that
  * `pg_stat_activity` tells them apart.
  */
 export function startDaemon(databaseUrl: string, options: DaemonOptions): DaemonProcess {
   const url = new URL(databaseUrl);
   url.searchParams.set('application_name', options.owner);
-  const args = ['--import', 'tsx', cliEntry, 'project', '--poll-interval', '50', '--lease-ttl', '2000', '--owner', options.owner, ...(options.args ?? [])];
+  const args = ['--import', 'tsx', cliEntry, 'project', '--poll-interval', '50', '--lease-ttl', '2000', '--metrics-port', '0', '--owner', options.owner, ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: repoRoot,
-    env: { ...process.env, DATABASE_URL: url.toString() },
+    env: { ...process.env, ...options.env, DATABASE_URL: url.toString() },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 
   const lines: Line[] = [];
+  const logs: LogRecord[] = [];
   const waiters = new Set<() => void>();
   const notify = () => {
     for (const waiter of [...waiters]) waiter();
@@ -96,7 +117,11 @@ export function startDaemon(databaseUrl: string, options: DaemonOptions): Daemon
     const at = performance.now();
     const parts = (partial + chunk).split('\n');
     partial = parts.pop()!;
-    for (const text of parts) lines.push({ at, text });
+    for (const text of parts) {
+      lines.push({ at, text });
+      const record = parseLogRecord(text, at);
+      if (record) logs.push(record);
+    }
     notify();
   });
 
@@ -117,35 +142,50 @@ export function startDaemon(databaseUrl: string, options: DaemonOptions): Daemon
 
   const describe = () => `daemon ${options.owner} (exit ${JSON.stringify(exit ?? null)}); stderr:\n${stderrText}`;
 
+  /** The first thing `find` finds in stderr, now or when more comes; rejects on timeout or exit. */
+  const waitFor = <T>(what: string, timeoutMs: number, find: () => T | undefined): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const found = find();
+        if (found !== undefined) return finish(() => resolve(found));
+        if (exit !== undefined && child.stderr!.readableEnded) {
+          finish(() => reject(new Error(`no ${what} before the exit of ${describe()}`)));
+        }
+      };
+      const timer = setTimeout(() => finish(() => reject(new Error(`no ${what} within ${timeoutMs} ms: ${describe()}`))), timeoutMs);
+      const finish = (settle: () => void) => {
+        clearTimeout(timer);
+        waiters.delete(check);
+        settle();
+      };
+      waiters.add(check);
+      check();
+    });
+
   const daemon: DaemonProcess = {
     owner: options.owner,
     child,
     applicationName: options.owner,
     lines,
+    logs,
     stdout: () => stdoutText,
     stderr: () => stderrText,
     exited,
     isRunning: () => exit === undefined,
     waitForLine(pattern, timeoutMs = 30_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          for (const line of lines) {
-            const match = line.text.match(pattern);
-            if (match) return finish(() => resolve({ ...line, match }));
-          }
-          if (exit !== undefined && child.stderr!.readableEnded) {
-            finish(() => reject(new Error(`no stderr line matched ${pattern} before the exit of ${describe()}`)));
-          }
-        };
-        const timer = setTimeout(() => finish(() => reject(new Error(`no stderr line matched ${pattern} within ${timeoutMs} ms: ${describe()}`))), timeoutMs);
-        const finish = (settle: () => void) => {
-          clearTimeout(timer);
-          waiters.delete(check);
-          settle();
-        };
-        waiters.add(check);
-        check();
+      return waitFor(`a stderr line matching ${pattern}`, timeoutMs, () => {
+        for (const line of lines) {
+          const match = line.text.match(pattern);
+          if (match) return { ...line, match };
+        }
+        return undefined;
       });
+    },
+    waitForLog(event, timeoutMs = 30_000) {
+      return waitFor(`a log record of event ${JSON.stringify(event)}`, timeoutMs, () => logs.find((record) => record.event === event));
+    },
+    async metricsUrl(timeoutMs = 30_000) {
+      return String((await daemon.waitForLog('listening', timeoutMs)).url);
     },
     async stop(signal, timeoutMs = 15_000) {
       if (exit === undefined) child.kill(signal);
@@ -295,6 +335,17 @@ export async function sessionsNotCaughtUp(db: Kysely<DB>) {
 export async function countEvents(db: Kysely<DB>): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::bigint AS n FROM session_events`.execute(db);
   return Number(rows[0]!.n);
+}
+
+/** A JSON log record (an object with a level and a message), or undefined for any other line. */
+function parseLogRecord(text: string, at: number): LogRecord | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    const record = value as LogRecord;
+    return typeof value === 'object' && value !== null && typeof record.level === 'string' && typeof record.msg === 'string' ? { ...record, at } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function escapeRegExp(text: string): string {

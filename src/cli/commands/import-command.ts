@@ -1,5 +1,6 @@
+import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { importLogs, type ImportProgress } from '../../import/import-logs.js';
+import { type ImportProgress, type ImportReport, importLogs } from '../../import/import-logs.js';
 import { DEFAULT_CHUNK_SIZE } from '../../import/log-writer.js';
 import { EventStore } from '../../store/event-store.js';
 import { integerOption } from '../parse-integer-option.js';
@@ -27,19 +28,29 @@ export function registerImportCommand(program: Command, io: CliIo): void {
     )
     .action(async (source: string, options: { strict?: boolean; chunkSize: number }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const progress = new ProgressLine(io.stderr);
-      const report = await withDatabase(
-        url,
-        (db) =>
-          importLogs(
-            new EventStore(db),
-            source,
-            { strict: options.strict, chunkSize: options.chunkSize, concurrency: IMPORT_CONCURRENCY, onProgress: (p) => progress.update(describeProgress(p)) },
-            io.stdin,
-          ),
-        IMPORT_CONCURRENCY,
-      );
-      progress.done();
+      const progress = new ProgressLine(io.stderr, 'importing');
+      const bytesTotal = progress.visible ? await sizeOfFile(source) : undefined;
+      let report: ImportReport;
+      try {
+        report = await withDatabase(
+          url,
+          (db) =>
+            importLogs(
+              new EventStore(db),
+              source,
+              {
+                strict: options.strict,
+                chunkSize: options.chunkSize,
+                concurrency: IMPORT_CONCURRENCY,
+                onProgress: (p) => showProgress(progress, p, bytesTotal),
+              },
+              io.stdin,
+            ),
+          IMPORT_CONCURRENCY,
+        );
+      } finally {
+        progress.done();
+      }
       for (const failure of report.failures) await write(io.stderr, `os-audit: ${failure.message}\n`);
       if (report.ignoredEntries.length > 0) {
         await write(io.stderr, `ignored ${report.ignoredEntries.length} entries that are not *.jsonl files\n`);
@@ -55,8 +66,18 @@ export function registerImportCommand(program: Command, io: CliIo): void {
     });
 }
 
-function describeProgress(progress: ImportProgress): string {
-  const files = progress.filesTotal > 1 ? ` — file ${progress.filesDone}/${progress.filesTotal}` : '';
-  const mib = (progress.bytesRead / 2 ** 20).toFixed(1);
-  return `importing: ${progress.newEvents + progress.existingEvents} events (${progress.newEvents} new), ${mib} MiB${files}`;
+/** A bar over files for a directory, over bytes for a file; counts alone for standard input. */
+function showProgress(progress: ProgressLine, p: ImportProgress, bytesTotal: number | undefined): void {
+  const events = `${p.newEvents + p.existingEvents} events (${p.newEvents} new)`;
+  const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+  if (p.filesTotal > 1) progress.update(p.filesDone, p.filesTotal, `${p.filesDone}/${p.filesTotal} files, ${events}, ${mib(p.bytesRead)} MiB`);
+  else if (bytesTotal !== undefined) progress.update(p.bytesRead, bytesTotal, `${mib(p.bytesRead)}/${mib(bytesTotal)} MiB, ${events}`);
+  else progress.update(p.bytesRead, undefined, `${events}, ${mib(p.bytesRead)} MiB`);
+}
+
+/** The size of `source` when it is a regular file (not standard input, not a directory). */
+async function sizeOfFile(source: string): Promise<number | undefined> {
+  if (source === '-') return undefined;
+  const stats = await stat(source).catch(() => undefined);
+  return stats?.isFile() ? stats.size : undefined;
 }

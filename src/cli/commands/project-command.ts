@@ -1,63 +1,163 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
 import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
+import type { DB } from '../../db/schema.js';
+import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
+import { type ProjectorMonitor, startProjectorMonitor } from '../../observability/projector-monitor.js';
+import { ProjectorLog } from '../../observability/projector-log.js';
 import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
-import { DEFAULT_BATCH_SIZE, Projector, type ProjectorEvent } from '../../projector/projector.js';
+import { DEFAULT_BATCH_SIZE, Projector } from '../../projector/projector.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 
-interface ProjectOptions {
-  once?: boolean;
-  batchSize: number;
-  pollInterval: number;
-  leaseTtl: number;
-  skipInvalid?: boolean;
-  owner?: string;
+/** The default port of `/metrics`, `/healthz` and `/readyz` (the OpenTelemetry Prometheus exporter's). */
+export const DEFAULT_METRICS_PORT = 9464;
+
+/** A setting of the daemon: a flag, or else an environment variable, or else a default. */
+interface Setting<T> {
+  flags: string;
+  env: string;
+  description: string;
+  parse: (text: string) => T;
+  defaultValue: T;
+  /** The default as `--help` shows it, when the value alone does not say it. */
+  shownDefault?: string;
+}
+
+const setting = <T>(definition: Setting<T>): Setting<T> => definition;
+
+const SETTINGS = {
+  batchSize: setting({
+    flags: '--batch-size <events>',
+    env: 'OS_AUDIT_BATCH_SIZE',
+    description: 'most events read per batch',
+    parse: integerOption(1),
+    defaultValue: DEFAULT_BATCH_SIZE,
+  }),
+  pollInterval: setting({
+    flags: '--poll-interval <ms>',
+    env: 'OS_AUDIT_POLL_INTERVAL_MS',
+    description: 'longest wait between looks at the log when no append is notified',
+    parse: integerOption(10),
+    defaultValue: 1000,
+  }),
+  leaseTtl: setting({
+    flags: '--lease-ttl <ms>',
+    env: 'OS_AUDIT_LEASE_TTL_MS',
+    description: 'lease time to live: a standby takes over this long after the leader dies',
+    parse: integerOption(500),
+    defaultValue: 5000,
+  }),
+  metricsPort: setting<number | 'off'>({
+    flags: '--metrics-port <port>',
+    env: 'OS_AUDIT_METRICS_PORT',
+    description: 'port of /metrics, /healthz and /readyz: 0 picks a free one (logged), off serves none',
+    parse: parseMetricsPort,
+    defaultValue: DEFAULT_METRICS_PORT,
+    shownDefault: `${DEFAULT_METRICS_PORT}; with --once, none unless this flag is given`,
+  }),
+  metricsHost: setting({
+    flags: '--metrics-host <host>',
+    env: 'OS_AUDIT_METRICS_HOST',
+    description: 'address the metrics server listens on (0.0.0.0: every interface, e.g. in a container)',
+    parse: (text) => text,
+    defaultValue: '127.0.0.1',
+  }),
+  logLevel: setting<LogLevel>({
+    flags: '--log-level <level>',
+    env: 'OS_AUDIT_LOG_LEVEL',
+    description: `least level logged: ${LOG_LEVELS.join(', ')}`,
+    parse: oneOf(LOG_LEVELS),
+    defaultValue: 'info',
+  }),
+  logFormat: setting<LogFormat | undefined>({
+    flags: '--log-format <format>',
+    env: 'OS_AUDIT_LOG_FORMAT',
+    description: 'logs on stderr as json lines or pretty text',
+    parse: oneOf(LOG_FORMATS),
+    defaultValue: undefined,
+    shownDefault: 'pretty on a terminal, else json',
+  }),
+};
+
+type SettingName = keyof typeof SETTINGS;
+
+/** The daemon's settings, each from its flag, or else its environment variable, or else its default. */
+export type ProjectSettings = { [Name in SettingName]: ReturnType<(typeof SETTINGS)[Name]['parse']> };
+
+/** What commander parsed: the settings given as flags, and the rest. */
+export type ProjectFlags = Partial<ProjectSettings> & { once?: boolean; skipInvalid?: boolean; owner?: string };
+
+/**
+ * Resolves the daemon's settings: a flag wins over its environment variable, which wins over
+ * the default; an empty variable counts as unset. `project --once` serves metrics only when
+ * `--metrics-port` is given (not from the environment, which it may share with a daemon).
+ * Throws a usage error (exit code 2) naming the variable when one is invalid.
+ *
+ * @example
+ * ```ts
+ * resolveProjectSettings({ batchSize: 500 }, { OS_AUDIT_BATCH_SIZE: '100', OS_AUDIT_LOG_LEVEL: 'debug' });
+ * // { batchSize: 500, logLevel: 'debug', pollInterval: 1000, metricsPort: 9464, ... }
+ * ```
+ */
+export function resolveProjectSettings(flags: ProjectFlags, env: NodeJS.ProcessEnv): ProjectSettings {
+  const resolve = <Name extends SettingName>(name: Name): ProjectSettings[Name] => {
+    const given = flags[name];
+    if (given !== undefined) return given as ProjectSettings[Name];
+    if (name === 'metricsPort' && flags.once) return 'off' as ProjectSettings[Name];
+    const definition = SETTINGS[name] as Setting<ProjectSettings[Name]>;
+    const text = env[definition.env];
+    if (text === undefined || text === '') return definition.defaultValue;
+    try {
+      return definition.parse(text);
+    } catch (error) {
+      if (error instanceof InvalidArgumentError) throw new CliError(`invalid ${definition.env}=${JSON.stringify(text)}: ${error.message}`, 2);
+      throw error;
+    }
+  };
+  return {
+    batchSize: resolve('batchSize'),
+    pollInterval: resolve('pollInterval'),
+    leaseTtl: resolve('leaseTtl'),
+    metricsPort: resolve('metricsPort'),
+    metricsHost: resolve('metricsHost'),
+    logLevel: resolve('logLevel'),
+    logFormat: resolve('logFormat'),
+  };
 }
 
 export function registerProjectCommand(program: Command, io: CliIo): void {
-  program
+  const command = program
     .command('project')
     .description('run the projector daemon: fold new events into the OS snapshot tables as they are appended')
-    .option('--once', 'catch up with every event committed before the start, then exit')
-    .option('--batch-size <events>', 'most events read per batch', integerOption(1), DEFAULT_BATCH_SIZE)
-    .option('--poll-interval <ms>', 'longest wait between looks at the log when no append is notified', integerOption(10), 1000)
-    .option('--lease-ttl <ms>', 'lease time to live: a standby takes over this long after the leader dies', integerOption(500), 5000)
+    .option('--once', 'catch up with every event committed before the start, then exit');
+  for (const definition of Object.values(SETTINGS) as Setting<unknown>[]) {
+    const shown = definition.shownDefault ?? String(definition.defaultValue);
+    command.addOption(new Option(definition.flags, `${definition.description} (env ${definition.env}; default ${shown})`).argParser(definition.parse));
+  }
+  command
     .option('--skip-invalid', 'set events the snapshot cannot read aside in projection_errors instead of stopping')
     .option('--owner <name>', "this projector's name in the lease (default host:pid:random)")
     .addHelpText(
       'after',
       '\nAny number of daemons may run: one holds the lease and writes, the others stand by. SIGINT or\n' +
         'SIGTERM stops the daemon cleanly: the current batch finishes or rolls back, the lease is released,\n' +
-        'exit code 0.',
+        'exit code 0. Logs go to stderr; `project --once` prints its summary on stdout.',
     )
-    .action(async (options: ProjectOptions, command: Command) => {
+    .action(async (flags: ProjectFlags, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const settings = resolveProjectSettings(flags, io.env);
+      const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: io.stderr });
       const stop = new AbortController();
-      const onSignal = () => stop.abort();
+      const onSignal = (signal: NodeJS.Signals) => {
+        log.info({ event: 'signal', signal }, `${signal}: finishing the batch in flight, then releasing the lease`);
+        stop.abort();
+      };
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       try {
-        await withDatabase(url, async (db) => {
-          const projector = new Projector(db, osSnapshotProjection, {
-            batchSize: options.batchSize,
-            pollIntervalMs: options.pollInterval,
-            leaseTtlMs: options.leaseTtl,
-            skipInvalid: options.skipInvalid,
-            owner: options.owner,
-            listenUrl: options.once ? undefined : url,
-            onEvent: logger(io, Boolean(options.once)),
-          });
-          if (!options.once) {
-            await write(io.stderr, `os-audit projector ${projector.lease.owner} started\n`);
-            await projector.run(stop.signal);
-            await write(io.stderr, 'os-audit projector stopped; lease released\n');
-            return;
-          }
-          const report = await projector.catchUp(stop.signal);
-          const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
-          const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
-          await write(io.stdout, `projected ${report.eventsApplied} events in ${report.batches} batches${skipped}${at}\n`);
-        });
+        await withDatabase(url, (db) => project(db, { url, flags, settings, log, io, signal: stop.signal }), settings.metricsPort === 'off' ? 2 : 3);
       } catch (error) {
         if (error instanceof ProjectionHaltedError) throw new CliError(error.message);
         throw error;
@@ -68,29 +168,90 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
     });
 }
 
-/** Human log lines on stderr; batches are summed up every five seconds. */
-function logger(io: CliIo, quietBatches: boolean): (event: ProjectorEvent) => void {
-  let pending = 0;
-  let lastReport = Date.now();
-  const line = (text: string) => io.stderr.write(`${new Date().toISOString()} ${text}\n`);
-  return (event) => {
-    switch (event.type) {
-      case 'leader':
-        return line(`leader: ${event.owner} holds the lease (epoch ${event.epoch})`);
-      case 'standby':
-        return line(`standby: ${event.reason}`);
-      case 'halted':
-        return line(`halted: ${event.error.message}`);
-      case 'retry':
-        return line(`retrying in ${event.delayMs} ms: ${event.error.message}`);
-      case 'waiting':
-        return quietBatches ? line(`waiting: ${event.reason}`) : undefined;
-      case 'batch':
-        pending += event.result.eventsApplied;
-        if (quietBatches || Date.now() - lastReport < 5000) return;
-        line(`projected ${pending} events (checkpoint: transaction ${event.result.checkpoint.transactionId}, position ${event.result.checkpoint.position})`);
-        pending = 0;
-        lastReport = Date.now();
+interface ProjectRun {
+  url: string;
+  flags: ProjectFlags;
+  settings: ProjectSettings;
+  log: Logger;
+  io: CliIo;
+  signal: AbortSignal;
+}
+
+/** Runs the daemon (or `--once`) with its logs and, unless off, its metrics and health server. */
+async function project(db: Kysely<DB>, { url, flags, settings, log, io, signal }: ProjectRun): Promise<void> {
+  let monitor: ProjectorMonitor | undefined;
+  let projectorLog: ProjectorLog | undefined;
+  const projector = new Projector(db, osSnapshotProjection, {
+    batchSize: settings.batchSize,
+    pollIntervalMs: settings.pollInterval,
+    leaseTtlMs: settings.leaseTtl,
+    skipInvalid: flags.skipInvalid,
+    owner: flags.owner,
+    listenUrl: flags.once ? undefined : url,
+    onEvent: (event) => {
+      projectorLog?.record(event);
+      monitor?.record(event);
+    },
+  });
+  const owner = projector.lease.owner;
+  const ownerLog = log.child({ owner });
+  projectorLog = new ProjectorLog(ownerLog, { summarizeBatches: !flags.once });
+  try {
+    if (settings.metricsPort !== 'off') {
+      monitor = await serveMonitor(db, owner, settings, settings.metricsPort, ownerLog);
+      signal.addEventListener('abort', () => monitor?.stopping(), { once: true });
     }
+    if (flags.once) {
+      const report = await projector.catchUp(signal);
+      const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
+      const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
+      await write(io.stdout, `projected ${report.eventsApplied} events in ${report.batches} batches${skipped}${at}\n`);
+      return;
+    }
+    const { batchSize, pollInterval: pollIntervalMs, leaseTtl: leaseTtlMs } = settings;
+    ownerLog.info(
+      { event: 'started', batchSize, pollIntervalMs, leaseTtlMs, skipInvalid: Boolean(flags.skipInvalid), metricsUrl: monitor?.url ?? null },
+      `os-audit projector ${owner} started`,
+    );
+    await projector.run(signal);
+    projectorLog.close();
+    ownerLog.info({ event: 'stopped' }, 'os-audit projector stopped; lease released');
+  } finally {
+    projectorLog.close();
+    await monitor?.close();
+  }
+}
+
+/** Starts the metrics and health server; a port in use is the user's to fix. */
+async function serveMonitor(db: Kysely<DB>, owner: string, settings: ProjectSettings, port: number, log: Logger): Promise<ProjectorMonitor> {
+  const host = settings.metricsHost;
+  try {
+    const monitor = await startProjectorMonitor({ db, projection: osSnapshotProjection.name, owner, host, port, leaseTtlMs: settings.leaseTtl, log });
+    log.info({ event: 'listening', url: monitor.url }, `serving /metrics, /healthz and /readyz on ${monitor.url}`);
+    return monitor;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES' && code !== 'ENOTFOUND') throw error;
+    throw new CliError(
+      `cannot serve metrics on ${host}:${port}: ${(error as Error).message} ` +
+        '(choose another --metrics-port or --metrics-host; --metrics-port 0 takes any free port, off serves none)',
+    );
+  }
+}
+
+/** `off`, or a TCP port (0: any free one). */
+function parseMetricsPort(text: string): number | 'off' {
+  if (text === 'off') return 'off';
+  const port = Number(text);
+  if (text.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new InvalidArgumentError('expected a port from 0 to 65535, or off');
+  }
+  return port;
+}
+
+function oneOf<const T extends readonly string[]>(choices: T): (text: string) => T[number] {
+  return (text) => {
+    if (!choices.includes(text)) throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);
+    return text as T[number];
   };
 }

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
+import type { Kysely } from 'kysely';
 import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
+import type { DB } from '../../db/schema.js';
 import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
-import { rebuildProjection } from '../../projector/rebuild-projection.js';
+import { type RebuildReport, rebuildProjection } from '../../projector/rebuild-projection.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { ProgressLine } from '../progress-line.js';
@@ -14,22 +16,30 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
     .option('--skip-invalid', 'set events the snapshot cannot read aside instead of stopping')
     .action(async (options: { batchSize: number; skipInvalid?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const progress = new ProgressLine(io.stderr);
+      const progress = new ProgressLine(io.stderr, 'rebuilding');
+      let report: RebuildReport;
       try {
-        const report = await withDatabase(url, (db) =>
-          rebuildProjection(db, osSnapshotProjection, {
+        report = await withDatabase(url, async (db) => {
+          // The bar's total; counted only when there is a bar to draw.
+          const total = progress.visible ? await countStoredEvents(db) : undefined;
+          return rebuildProjection(db, osSnapshotProjection, {
             batchSize: options.batchSize,
             skipInvalid: options.skipInvalid,
-            onProgress: (events) => progress.update(`rebuilding: ${events} events folded`),
-          }),
-        );
-        progress.done();
-        const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
-        await write(io.stdout, `rebuilt the OS snapshot from ${report.eventsApplied} events${skipped}\n`);
+            onProgress: (events) => progress.update(events, total, `${events}/${total} events folded`),
+          });
+        });
       } catch (error) {
-        progress.done();
         if (error instanceof ProjectionHaltedError) throw new CliError(`${error.message}; nothing was changed`);
         throw error;
+      } finally {
+        progress.done();
       }
+      const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
+      await write(io.stdout, `rebuilt the OS snapshot from ${report.eventsApplied} events${skipped}\n`);
     });
+}
+
+async function countStoredEvents(db: Kysely<DB>): Promise<number> {
+  const row = await db.selectFrom('session_events').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { type VerifySelection, verifyOsSnapshots } from '../../../projections/os-snapshot/verify-os-snapshots.js';
+import { type VerifyReport, type VerifySelection, verifyOsSnapshots } from '../../../projections/os-snapshot/verify-os-snapshots.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { ProgressLine } from '../progress-line.js';
@@ -17,11 +17,15 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
       const chosen = [sessions.length > 0, options.all === true, options.sample !== undefined].filter(Boolean).length;
       if (chosen !== 1) throw new CliError('name sessions, or give --all or --sample N (one of them)', 2);
       const selection: VerifySelection = options.all ? { all: true } : options.sample !== undefined ? { sample: options.sample } : { sessions };
-      const progress = new ProgressLine(io.stderr);
-      const report = await withDatabase(url, (db) =>
-        verifyOsSnapshots(db, selection, (checked, total) => progress.update(`verifying: ${checked}/${total} sessions`)),
-      );
-      progress.done();
+      const progress = new ProgressLine(io.stderr, 'verifying');
+      let report: VerifyReport;
+      try {
+        report = await withDatabase(url, (db) =>
+          verifyOsSnapshots(db, selection, (checked, total) => progress.update(checked, total, `${checked}/${total} sessions`)),
+        );
+      } finally {
+        progress.done();
+      }
       for (const mismatch of report.mismatches) {
         await write(io.stdout, `session ${JSON.stringify(mismatch.sessionId)} differs from its log:\n`);
         for (const difference of mismatch.differences) await write(io.stdout, `  ${difference}\n`);

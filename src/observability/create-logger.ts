@@ -1,0 +1,39 @@
+import type { Writable } from 'node:stream';
+import { type Logger, pino } from 'pino';
+import { prettyFactory } from 'pino-pretty';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+export interface LoggerOptions {
+  level: LogLevel;
+  /** Default: `pretty` when `stream` is a terminal, else `json`. */
+  format?: LogFormat;
+  stream: Writable & { isTTY?: boolean };
+}
+
+/**
+ * A pino logger writing to `stream` synchronously: JSON lines (`level` as a name, `time` in
+ * ISO 8601), or pino-pretty's human lines (colored on a terminal), formatted in this thread.
+ *
+ * @example
+ * ```ts
+ * const log = createLogger({ level: 'info', stream: process.stderr });
+ * log.info({ event: 'started', owner }, `os-audit projector ${owner} started`);
+ * ```
+ */
+export function createLogger(options: LoggerOptions): Logger {
+  const format = options.format ?? (options.stream.isTTY ? 'pretty' : 'json');
+  const settings = {
+    level: options.level,
+    formatters: { level: (label: string) => ({ level: label }) },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  if (format === 'json') return pino(settings, options.stream);
+  // The message says it all (see ProjectorLog); the fields are for machines.
+  const pretty = prettyFactory({ colorize: Boolean(options.stream.isTTY), translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l', ignore: 'pid,hostname', hideObject: true });
+  return pino(settings, { write: (line: string) => options.stream.write(pretty(line)) });
+}

@@ -1,0 +1,82 @@
+import type { Logger } from 'pino';
+import type { Checkpoint } from '../projector/checkpoint.js';
+import type { ProjectorEvent } from '../projector/projector.js';
+
+/** How often batches are summed up in one log line. */
+const BATCH_SUMMARY_MS = 5000;
+
+/**
+ * Logs what a projector reports, one structured line per fact (field `event` names it:
+ * `leader`, `standby`, `halted`, `retry`, `listener`, `waiting`, `projected`, `batch`), with a
+ * message a person can read alone. Batches are summed up every five seconds at `info` (or
+ * not at all with `summarizeBatches: false`); each is logged at `debug`.
+ *
+ * @example
+ * ```ts
+ * const projectorLog = new ProjectorLog(log.child({ owner }), { summarizeBatches: true });
+ * const projector = new Projector(db, projection, { onEvent: (event) => projectorLog.record(event) });
+ * await projector.run(signal);
+ * projectorLog.close(); // logs the last batches
+ * ```
+ */
+export class ProjectorLog {
+  private pending = { events: 0, skipped: 0, batches: 0, checkpoint: undefined as Checkpoint | undefined };
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly log: Logger,
+    options: { summarizeBatches: boolean },
+  ) {
+    if (options.summarizeBatches) this.timer = setInterval(() => this.summarize(), BATCH_SUMMARY_MS).unref();
+  }
+
+  record(event: ProjectorEvent): void {
+    switch (event.type) {
+      case 'leader':
+        return this.log.info({ event: 'leader', epoch: event.epoch }, `leader: ${event.owner} holds the lease (epoch ${event.epoch})`);
+      case 'standby':
+        return this.log.warn({ event: 'standby', reason: event.reason }, `standby: ${event.reason}`);
+      case 'halted':
+        return this.log.error(
+          { event: 'halted', reason: event.error.reason, detail: event.error.detail, error: event.error.message },
+          `halted: ${event.error.message}`,
+        );
+      case 'retry':
+        if (event.delayMs === 0) {
+          return this.log.warn({ event: 'listener', error: event.error.message }, `append listener: ${event.error.message}; polling until it reconnects`);
+        }
+        return this.log.warn({ event: 'retry', delayMs: event.delayMs, err: event.error }, `retrying in ${event.delayMs} ms: ${event.error.message}`);
+      case 'waiting':
+        return this.log.info({ event: 'waiting', reason: event.reason }, `waiting: ${event.reason}`);
+      case 'batch': {
+        const { eventsApplied, skipped, checkpoint } = event.result;
+        this.log.debug(
+          { event: 'batch', events: eventsApplied, skipped, durationMs: Math.round(event.durationMs * 10) / 10, checkpoint },
+          `batch of ${eventsApplied} events in ${Math.round(event.durationMs)} ms`,
+        );
+        this.pending.events += eventsApplied;
+        this.pending.skipped += skipped;
+        this.pending.batches += 1;
+        this.pending.checkpoint = checkpoint;
+        return;
+      }
+    }
+  }
+
+  /** Logs the batches not summed up yet and stops the timer. */
+  close(): void {
+    clearInterval(this.timer);
+    if (this.timer !== undefined) this.summarize();
+  }
+
+  private summarize(): void {
+    const { events, skipped, batches, checkpoint } = this.pending;
+    if (batches === 0 || checkpoint === undefined) return;
+    this.pending = { events: 0, skipped: 0, batches: 0, checkpoint: undefined };
+    const aside = skipped > 0 ? `; ${skipped} events set aside in projection_errors` : '';
+    this.log.info(
+      { event: 'projected', events, skipped, batches, checkpoint },
+      `projected ${events} events in ${batches} batches${aside} (checkpoint: transaction ${checkpoint.transactionId}, position ${checkpoint.position})`,
+    );
+  }
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { ProjectorMetrics } from '../../src/observability/projector-metrics.js';
+import { ProjectionHaltedError } from '../../src/projector/projection-halted-error.js';
+import type { ProjectionStatus } from '../../src/projector/projection-status.js';
+import type { ProjectorEvent } from '../../src/projector/projector.js';
+import { parseSamples, sampleValue } from './prometheus-samples.js';
+
+const projection = { projection: 'os_snapshot' };
+const checkpoint = { transactionId: '812', position: 40 };
+
+function batch(eventsApplied: number, durationMs: number, skipped = 0): ProjectorEvent {
+  return { type: 'batch', result: { windowCount: eventsApplied + skipped, eventsApplied, skipped, checkpoint }, durationMs };
+}
+
+function status(events: number, seconds: number, skippedEvents: number): ProjectionStatus {
+  return {
+    projection: 'os_snapshot',
+    checkpoint: { ...checkpoint, updatedAt: new Date(), eventsApplied: 0 },
+    behind: { events, seconds },
+    leader: null,
+    lastError: null,
+    skippedEvents,
+    horizonHeldBy: null,
+  };
+}
+
+describe('ProjectorMetrics', () => {
+  it('shows its counts at 0 from the start, the lag only once read, in a registry of its own', async () => {
+    const text = await new ProjectorMetrics({ projection: 'os_snapshot', owner: 'host:1:abc' }).render();
+    for (const name of ['os_audit_events_projected_total', 'os_audit_batches_total', 'os_audit_poison_events_total', 'os_audit_leader', 'os_audit_halted']) {
+      expect(sampleValue(text, name, projection)).toBe(0);
+    }
+    const names = new Set(parseSamples(text).map((sample) => sample.name));
+    expect(['os_audit_lag_events', 'os_audit_lag_seconds', 'os_audit_projection_errors'].filter((name) => names.has(name))).toEqual([]);
+    expect(sampleValue(text, 'os_audit_batch_duration_seconds_count', projection)).toBe(0);
+    expect(sampleValue(text, 'os_audit_projector_info', { owner: 'host:1:abc', projection: 'os_snapshot' })).toBe(1);
+    expect(text).toMatch(/^# TYPE os_audit_events_projected_total counter$/m);
+    expect(text).toMatch(/^# TYPE os_audit_batch_duration_seconds histogram$/m);
+    expect(text).toMatch(/^# TYPE os_audit_lag_events gauge$/m);
+    expect(parseSamples(text).some((sample) => sample.name === 'process_resident_memory_bytes')).toBe(true);
+    // Two daemons' metrics in one process (tests) do not mix.
+    const other = new ProjectorMetrics({ projection: 'os_snapshot', owner: 'other' });
+    other.record(batch(5, 1));
+    expect(sampleValue(await new ProjectorMetrics({ projection: 'os_snapshot', owner: 'third' }).render(), 'os_audit_events_projected_total', projection)).toBe(0);
+  });
+
+  it('counts batches, events, poison events set aside, and their durations in buckets from 1 ms to 10 s', async () => {
+    const metrics = new ProjectorMetrics({ projection: 'os_snapshot', owner: 'o' });
+    metrics.record(batch(1000, 0.4));
+    metrics.record(batch(20_000, 180));
+    metrics.record(batch(7, 12_000, 2));
+    const text = await metrics.render();
+    expect(sampleValue(text, 'os_audit_events_projected_total', projection)).toBe(21_007);
+    expect(sampleValue(text, 'os_audit_batches_total', projection)).toBe(3);
+    expect(sampleValue(text, 'os_audit_poison_events_total', projection)).toBe(2);
+    expect(sampleValue(text, 'os_audit_batch_duration_seconds_count', projection)).toBeCloseTo(3);
+    expect(sampleValue(text, 'os_audit_batch_duration_seconds_sum', projection)).toBeCloseTo(12.1804);
+    const bucket = (le: string) => sampleValue(text, 'os_audit_batch_duration_seconds_bucket', { ...projection, le });
+    expect([bucket('0.001'), bucket('0.25'), bucket('10'), bucket('+Inf')]).toEqual([1, 2, 2, 3]);
+  });
+
+  it('follows the lease and halts, and sets the lag from status reads', async () => {
+    const metrics = new ProjectorMetrics({ projection: 'os_snapshot', owner: 'o' });
+    const value = async (name: string) => sampleValue(await metrics.render(), name, projection);
+    metrics.record({ type: 'leader', owner: 'o', epoch: 3 });
+    expect(await value('os_audit_leader')).toBe(1);
+    metrics.record({ type: 'halted', error: new ProjectionHaltedError('stopped', 'poison', {}) });
+    expect([await value('os_audit_halted'), await value('os_audit_leader')]).toEqual([1, 1]);
+    metrics.record(batch(1, 1));
+    expect(await value('os_audit_halted')).toBe(0);
+    metrics.record({ type: 'halted', error: new ProjectionHaltedError('stopped', 'poison', {}) });
+    metrics.record({ type: 'standby', owner: 'o', reason: 'lease lost' });
+    expect([await value('os_audit_halted'), await value('os_audit_leader')]).toEqual([0, 0]);
+
+    metrics.recordStatus(status(1234, 2.5, 3));
+    expect([await value('os_audit_lag_events'), await value('os_audit_lag_seconds'), await value('os_audit_projection_errors')]).toEqual([1234, 2.5, 3]);
+    metrics.recordStatus(status(0, 0, 3));
+    expect([await value('os_audit_lag_events'), await value('os_audit_lag_seconds')]).toEqual([0, 0]);
+  });
+});
