@@ -13,7 +13,7 @@ export function findFirstMismatchSql(rows: EventRows): RawBuilder<{ ordinal: num
          WITH ORDINALITY AS e(session_id, seq, kind, turn, payload, payload_text, ordinal)
     LEFT JOIN session_events AS stored ON stored.session_id = e.session_id AND stored.seq = e.seq
     WHERE stored.seq IS NULL
-       OR stored.payload <> e.payload
+       OR stored.payload <> e.payload::jsonb
        OR stored.payload_text IS DISTINCT FROM e.payload_text
     ORDER BY e.ordinal
     LIMIT 1`;
