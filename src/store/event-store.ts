@@ -3,11 +3,14 @@ import type { DB } from '../db/schema.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
-import { checkSessionId, type EncodeOptions, encodeEvent } from './encode-event.js';
+import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from './encode-event.js';
 import { appendAtHeadSql } from './sql/append-at-head.js';
 import { appendSequencedSql } from './sql/append-sequenced.js';
 import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
 import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
+
+/** Events per statement of an append at the head (larger appends take several, in one transaction). */
+const APPEND_SLICE = 250;
 
 export interface AppendOptions extends EncodeOptions {
   /**
@@ -51,26 +54,57 @@ export class EventStore {
   constructor(readonly db: Kysely<DB>) {}
 
   /**
-   * Appends a batch to one session atomically, in one round trip, and returns the seqs it got.
+   * Appends a batch to one session atomically and returns the seqs it got: one statement, or
+   * for a large batch a few in one transaction, the session's head locked from the first.
    * Every event is validated first: an invalid one rejects the whole batch
    * ({@link InvalidEventError}). Listeners of `os_audit_events_appended` are woken on commit.
    */
   async append(sessionId: string, events: readonly JsonValue[], options: AppendOptions = {}): Promise<number[]> {
     checkSessionId(sessionId);
     const { expectedSeq } = options;
-    const encoded = events.map((event, index) =>
-      encodeEvent(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options),
-    );
-    if (encoded.length === 0) return [];
-    if (expectedSeq === undefined) {
-      const { rows } = await appendAtHeadSql(sessionId, encoded).execute(this.db);
-      const first = rows[0]!.last_seq - encoded.length + 1;
-      return encoded.map((_, index) => first + index);
+    const encode = (from: number, to: number) =>
+      events.slice(from, to).map((event, offset) => {
+        const index = from + offset;
+        return encodeEvent(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options);
+      });
+    if (events.length === 0) return [];
+    if (expectedSeq !== undefined) {
+      const rows = emptyRows();
+      encode(0, events.length).forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
+      await this.appendSequenced(rows);
+      return rows.seqs;
     }
-    const rows = emptyRows();
-    encoded.forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
-    await this.appendSequenced(rows);
-    return rows.seqs;
+    const lastSeq =
+      events.length <= APPEND_SLICE
+        ? await this.appendSlicesAtHead(this.db, sessionId, events.length, encode)
+        : await this.inTransaction((trx) => this.appendSlicesAtHead(trx, sessionId, events.length, encode));
+    return Array.from({ length: events.length }, (_, index) => lastSeq - events.length + 1 + index);
+  }
+
+  /**
+   * Appends `count` events at the head, a slice per statement, and returns the new head. The
+   * next slice is validated and encoded while the server stores the one before: a large append
+   * of one writer costs about the larger of its client and server work, not their sum.
+   */
+  private async appendSlicesAtHead(
+    db: Kysely<DB>,
+    sessionId: string,
+    count: number,
+    encode: (from: number, to: number) => EncodedEvent[],
+  ): Promise<number> {
+    const statements: Promise<{ rows: { last_seq: number }[] }>[] = [];
+    try {
+      for (let from = 0; from < count; from += APPEND_SLICE) {
+        statements.push(appendAtHeadSql(sessionId, encode(from, from + APPEND_SLICE)).execute(db));
+        // Let the driver send the statement before the CPU goes to the next slice.
+        if (from + APPEND_SLICE < count) await new Promise((resolve) => setImmediate(resolve));
+      }
+      const results = await Promise.all(statements);
+      return results.at(-1)!.rows[0]!.last_seq;
+    } catch (error) {
+      await Promise.allSettled(statements);
+      throw error;
+    }
   }
 
   /**
@@ -160,7 +194,12 @@ export class EventStore {
 
   /** Runs `work` with a store bound to one transaction: all of it is stored, or none. */
   transaction<T>(work: (store: EventStore) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => work(new EventStore(trx)));
+    return this.inTransaction((trx) => work(new EventStore(trx)));
+  }
+
+  /** `work` in a transaction: a new one, or the one this store is already bound to. */
+  private inTransaction<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.db.isTransaction ? work(this.db) : this.db.transaction().execute(work);
   }
 }
 

@@ -107,6 +107,24 @@ describe('append', () => {
     }
   });
 
+  it('keeps a large append (several statements) contiguous among concurrent writers, all or nothing', async () => {
+    const batch = (writer: number, length: number) => Array.from({ length }, (_, i) => ({ kind: 'page_in', turn: writer, entry_count: i }));
+    const lengths = [700, 1, 251, 1000, 30, 600];
+    const seqs = await Promise.all(lengths.map((length, writer) => store().append('large-1', batch(writer, length))));
+    const events = await readAll('large-1');
+    expect(events.map((stored) => stored.seq)).toEqual(Array.from({ length: 2582 }, (_, i) => i));
+    lengths.forEach((length, writer) => {
+      expect(seqs[writer]).toEqual(Array.from({ length }, (_, i) => seqs[writer]![0]! + i));
+      expect(events.slice(seqs[writer]![0], seqs[writer]![0]! + length).map((stored) => stored.event)).toEqual(batch(writer, length));
+    });
+
+    const poisoned: JsonValue[] = batch(9, 1000);
+    poisoned[900] = { kind: 'suspended', turn: 1 };
+    await expect(store().append('large-2', poisoned)).rejects.toThrow(/session "large-2", event #900: .*reason/);
+    expect(await countRows('large-2')).toBe(0);
+    expect(await store().lastSeq('large-2')).toBe(-1);
+  });
+
   it('returns nothing and stores nothing for an empty batch', async () => {
     expect(await store().append('empty-1', [])).toEqual([]);
     expect(await store().lastSeq('empty-1')).toBe(-1);
