@@ -171,10 +171,8 @@ export class Projector {
           }
           const result = await this.step();
           retryDelayMs = 500;
-          if (result.windowCount === 0) {
-            await idle(this.options.pollIntervalMs);
-            if (this.held) await this.lease.renew(this.held);
-          }
+          // The next step renews the lease as it starts: no round trip of its own after a wake.
+          if (result.windowCount === 0) await idle(this.options.pollIntervalMs);
         } catch (error) {
           if (error instanceof LeaseLostError) {
             this.standby(error.message);
