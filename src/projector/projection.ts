@@ -21,8 +21,12 @@ export interface Projection {
    * read an event (a poison event), or NULL when it can.
    */
   readonly problemFunction: 'os_snapshot_event_problem';
-  /** Folds the rows of `os_audit_batch` whose `problem` is NULL into the projection's tables. */
-  apply(db: Kysely<DB>): Promise<void>;
+  /**
+   * Folds the rows of `os_audit_batch` whose `problem` is NULL into the projection's tables;
+   * `batch.events` is how many rows the table holds (small live batches and large catch-up
+   * batches may be best run differently).
+   */
+  apply(db: Kysely<DB>, batch: { events: number }): Promise<void>;
   /** Removes all the projection wrote (a rebuild starts from there). */
   clear(db: Kysely<DB>): Promise<void>;
 }

@@ -65,14 +65,15 @@ export async function runBatch(
   if (extent.incomplete || extent.has_poison) inspection = (await inspectBatchSql().execute(db)).rows[0]!;
   stopOnHole(projection, inspection);
   let skipped = await setPoisonAside(db, projection, inspection, options);
-  const refused = await tryApply(db, projection);
+  const batch = { events: inspection.batch_count };
+  const refused = await tryApply(db, projection, batch);
   if (refused !== undefined) {
     // A row marked as checked at the door could not be folded: check every row, then retry.
     await recheckBatchSql(projection).execute(db);
     inspection = (await inspectBatchSql().execute(db)).rows[0]!;
     if (inspection.poison === null) throw refused;
     skipped = await setPoisonAside(db, projection, inspection, options);
-    await projection.apply(db);
+    await projection.apply(db, batch);
   }
 
   const to: Checkpoint = { transactionId: extent.end_transaction_id, position: extent.end_position };
@@ -109,10 +110,10 @@ async function setPoisonAside(db: Kysely<DB>, projection: Projection, inspection
 }
 
 /** Folds the batch; when its data made the database refuse, folds nothing and returns the error. */
-async function tryApply(db: Kysely<DB>, projection: Projection): Promise<unknown> {
+async function tryApply(db: Kysely<DB>, projection: Projection, batch: { events: number }): Promise<unknown> {
   await sql`SAVEPOINT os_audit_apply`.execute(db);
   try {
-    await projection.apply(db);
+    await projection.apply(db, batch);
     await sql`RELEASE SAVEPOINT os_audit_apply`.execute(db);
     return undefined;
   } catch (error) {

@@ -65,4 +65,21 @@ describe('differential: SQL snapshots equal the reference fold', () => {
     expect(all).toMatchObject({ mismatches: [], pending: [] });
     expect(all.checked).toBeGreaterThan(0);
   });
+  // Batches above 1,000 events take the fold planned for their size, smaller ones the prepared one.
+  it('for batches large enough to be planned on their own', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(arbitrarySessionLog({ minLength: 30, maxLength: 60 }), { minLength: 40, maxLength: 50 }), async (logs) => {
+        run += 1;
+        const byId = new Map(logs.map((log, i) => [`large-${run}-${i}`, log]));
+        await appendInterleaved(new EventStore(testDb.db), byId, [7, 13, 25], [0, 3, 1, 4, 2]);
+        const report = await osSnapshotProjector(testDb.db, { batchSize: 5000 }).catchUp();
+        expect(report.batches).toBe(1);
+        expect(report.eventsApplied).toBeGreaterThan(1000);
+        const verified = await verifyOsSnapshots(testDb.db, { sessions: [...byId.keys()] });
+        expect(verified).toMatchObject({ mismatches: [], pending: [] });
+        expect(verified.checked).toBe(byId.size);
+      }),
+      { numRuns: 3 },
+    );
+  });
 });
