@@ -5,7 +5,8 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
+import { sql } from 'kysely';
+import { openDatabase } from './open-database.js';
 import { findPostgresBinaries } from './postgres-binaries.js';
 
 const run = promisify(execFile);
@@ -156,16 +157,15 @@ async function runningPort(cluster: string, pgCtl: (args: string[]) => Promise<u
 }
 
 async function createDatabaseIfMissing(adminUrl: string, database: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
+  const db = openDatabase({ connectionString: adminUrl, maxConnections: 1, applicationName: 'os-audit-local-server' });
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (rowCount) return;
-    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`).catch((error: { code?: string }) => {
+    const { rows } = await sql`SELECT FROM pg_database WHERE datname = ${database}`.execute(db);
+    if (rows.length > 0) return;
+    await sql`CREATE DATABASE ${sql.id(database)}`.execute(db).catch((error: { code?: string }) => {
       if (error.code !== '42P04') throw error; // created by a concurrent command
     });
   } finally {
-    await client.end();
+    await db.destroy();
   }
 }
 

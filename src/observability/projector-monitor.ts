@@ -19,8 +19,10 @@ export interface ProjectorMonitorOptions {
   host: string;
   /** 0 lets the system choose a free port (see {@link ProjectorMonitor.url}). */
   port: number;
-  /** The lease's time to live: `/readyz` fails after three of them without contact with the database. */
+  /** The lease's time to live: `/readyz` fails after three of them (or three poll intervals, if longer) without news. */
   leaseTtlMs: number;
+  /** The daemon's longest wait between rounds when nothing is appended. */
+  pollIntervalMs: number;
   log: Logger;
 }
 
@@ -42,7 +44,7 @@ export interface ProjectorMonitor {
  *
  * @example
  * ```ts
- * const monitor = await startProjectorMonitor({ db, projection: 'os_snapshot', owner, host: '127.0.0.1', port: 9464, leaseTtlMs: 5000, log });
+ * const monitor = await startProjectorMonitor({ db, projection: 'os_snapshot', owner, host: '127.0.0.1', port: 9464, leaseTtlMs: 5000, pollIntervalMs: 1000, log });
  * const projector = new Projector(db, osSnapshotProjection, { owner, onEvent: (event) => monitor.record(event) });
  * await projector.run(signal);
  * await monitor.close();
@@ -51,7 +53,7 @@ export interface ProjectorMonitor {
 export async function startProjectorMonitor(options: ProjectorMonitorOptions): Promise<ProjectorMonitor> {
   const { db, projection, owner, log } = options;
   const metrics = new ProjectorMetrics({ projection, owner });
-  const readiness = new Readiness({ staleAfterMs: 3 * options.leaseTtlMs });
+  const readiness = new Readiness({ staleAfterMs: 3 * Math.max(options.leaseTtlMs, options.pollIntervalMs) });
   const startedAt = Date.now();
   const server = await startObservabilityServer(options.host, options.port, {
     '/metrics': async () => ({ status: 200, contentType: metrics.contentType, body: await metrics.render() }),

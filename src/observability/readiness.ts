@@ -26,11 +26,14 @@ export interface ReadinessReport {
 export class Readiness {
   private role: ReadinessReport['role'] = 'starting';
   private lastContactAt: number | undefined;
+  /** When the projector's loop last came round (a batch, the lease taken, a round with nothing to do). */
+  private lastRoundAt: number | undefined;
   private statusError: Error | undefined;
   private haltedBy: string | undefined;
   private retry: { message: string; delayMs: number; until: number } | undefined;
   private readonly now: () => number;
 
+  /** `staleAfterMs`: longest silence tolerated, from the database and from the projector's loop. */
   constructor(private readonly options: { staleAfterMs: number; now?: () => number }) {
     this.now = options.now ?? Date.now;
   }
@@ -47,6 +50,10 @@ export class Readiness {
         return;
       case 'batch':
         this.haltedBy = undefined;
+        this.reached();
+        return;
+      case 'idle':
+        if (this.role === 'starting') this.role = event.role;
         this.reached();
         return;
       case 'halted':
@@ -88,11 +95,15 @@ export class Readiness {
     if (this.lastContactAt === undefined) return notReady(`starting: not connected to the database yet${lastError}`);
     const silentMs = now - this.lastContactAt;
     if (silentMs > this.options.staleAfterMs) return notReady(`no contact with the database for ${Math.round(silentMs / 1000)} s${lastError}`);
+    // The database answers the status reads, but the projector itself may be stuck.
+    const stuckMs = this.lastRoundAt === undefined ? 0 : now - this.lastRoundAt;
+    if (stuckMs > this.options.staleAfterMs) return notReady(`the projector has not come round its loop for ${Math.round(stuckMs / 1000)} s`);
     return { ready: true, role };
   }
 
   private reached(): void {
     this.retry = undefined;
     this.lastContactAt = this.now();
+    this.lastRoundAt = this.lastContactAt;
   }
 }

@@ -40,7 +40,9 @@ export type ProjectorEvent =
   | { type: 'batch'; result: BatchResult; durationMs: number }
   | { type: 'halted'; error: ProjectionHaltedError }
   | { type: 'retry'; error: Error; delayMs: number }
-  | { type: 'waiting'; reason: string };
+  | { type: 'waiting'; reason: string }
+  /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
+  | { type: 'idle'; role: 'leader' | 'standby' };
 
 export interface CatchUpReport {
   eventsApplied: number;
@@ -161,6 +163,7 @@ export class Projector {
       while (!signal.aborted) {
         try {
           if (!(await this.lead())) {
+            this.emit({ type: 'idle', role: 'standby' });
             await sleep(Math.min(this.options.pollIntervalMs, this.options.leaseTtlMs / 2), signal);
             continue;
           }
@@ -172,7 +175,10 @@ export class Projector {
           const result = await this.step();
           retryDelayMs = 500;
           // The next step renews the lease as it starts: no round trip of its own after a wake.
-          if (result.windowCount === 0) await idle(this.options.pollIntervalMs);
+          if (result.windowCount === 0) {
+            this.emit({ type: 'idle', role: 'leader' });
+            await idle(this.options.pollIntervalMs);
+          }
         } catch (error) {
           if (error instanceof LeaseLostError) {
             this.standby(error.message);

@@ -28,6 +28,24 @@ describe('Readiness', () => {
     expect(readiness.check()).toEqual({ ready: true, role: 'standby' });
   });
 
+  it('fails when the projector stops coming round its loop, though the database still answers', () => {
+    const { readiness, advance } = readinessAt();
+    readiness.record({ type: 'leader', owner: 'o', epoch: 1 });
+    for (let second = 0; second < 15; second++) {
+      advance(1000);
+      readiness.recordStatusRead();
+      readiness.record({ type: 'idle', role: 'leader' });
+    }
+    expect(readiness.check()).toEqual({ ready: true, role: 'leader' });
+    for (let second = 0; second < 16; second++) {
+      advance(1000);
+      readiness.recordStatusRead();
+    }
+    expect(readiness.check()).toEqual({ ready: false, role: 'leader', reason: 'the projector has not come round its loop for 16 s' });
+    readiness.record(batch);
+    expect(readiness.check().ready).toBe(true);
+  });
+
   it('fails once the database has not been reached for longer than the window', () => {
     const { readiness, advance } = readinessAt();
     readiness.record({ type: 'leader', owner: 'o', epoch: 1 });
@@ -64,6 +82,9 @@ describe('Readiness', () => {
     readiness.recordStatusRead();
     expect(readiness.check().ready).toBe(false);
     advance(1);
+    // No new error, but no round of the loop either: the attempt hangs.
+    expect(readiness.check()).toEqual({ ready: false, role: 'leader', reason: 'the projector has not come round its loop for 17 s' });
+    readiness.record({ type: 'idle', role: 'leader' });
     expect(readiness.check().ready).toBe(true);
     // A batch proves the retry worked at once.
     readiness.record({ type: 'retry', error: new Error('again'), delayMs: 4000 });

@@ -226,7 +226,7 @@ async function project(db: Kysely<DB>, { url, flags, settings, log, io, signal }
 async function serveMonitor(db: Kysely<DB>, owner: string, settings: ProjectSettings, port: number, log: Logger): Promise<ProjectorMonitor> {
   const host = settings.metricsHost;
   try {
-    const monitor = await startProjectorMonitor({ db, projection: osSnapshotProjection.name, owner, host, port, leaseTtlMs: settings.leaseTtl, log });
+    const monitor = await startProjectorMonitor({ db, projection: osSnapshotProjection.name, owner, host, port, leaseTtlMs: settings.leaseTtl, pollIntervalMs: settings.pollInterval, log });
     log.info({ event: 'listening', url: monitor.url }, `serving /metrics, /healthz and /readyz on ${monitor.url}`);
     return monitor;
   } catch (error) {
