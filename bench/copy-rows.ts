@@ -5,6 +5,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { DB } from '../src/db/schema.js';
 import { EventStore } from '../src/store/event-store.js';
+import { copyField } from '../src/store/sql/copy-events.js';
 import type { CorpusRow } from './corpus.js';
 
 /** The columns a COPY of events always writes, from the row itself. */
@@ -51,7 +52,7 @@ export async function probeEventLayout(db: Kysely<DB>): Promise<EventLayout> {
       extraColumns.forEach((column, i) => {
         if (first![i] !== second![i]) throw new Error(`session_events.${column} differs between appended events: the bench loader cannot write it`);
       });
-      layout = { extraColumns, extraValues: first!.map((value) => (value === null ? '\\N' : copyText(value))) };
+      layout = { extraColumns, extraValues: first!.map((value) => (value === null ? '\\N' : copyField(value))) };
       throw new ProbeRollback();
     });
   } catch (error) {
@@ -65,15 +66,11 @@ export function eventCopyColumns(layout: EventLayout): string {
   return `(${[...ROW_COLUMNS, ...layout.extraColumns].join(', ')})`;
 }
 
-/** A text-format COPY field: backslashes doubled (JSON text has no raw tab or line break). */
-function copyText(value: string): string {
-  return value.includes('\\') ? value.replaceAll('\\', '\\\\') : value;
-}
 
 /** One `session_events` row as a line of COPY's text format, its columns {@link eventCopyColumns}. */
 export function copyLine(row: Pick<CorpusRow, 'sessionId' | 'seq' | 'kind' | 'turn' | 'json'>, layout: EventLayout): string {
   const extra = layout.extraValues.length > 0 ? `\t${layout.extraValues.join('\t')}` : '';
-  return `${row.sessionId}\t${row.seq}\t${row.kind}\t${row.turn === null ? '\\N' : row.turn}\t${copyText(row.json)}${extra}\n`;
+  return `${row.sessionId}\t${row.seq}\t${row.kind}\t${row.turn === null ? '\\N' : row.turn}\t${copyField(row.json)}${extra}\n`;
 }
 
 /** Groups lines into chunks of about `bytes` characters (fewer, larger writes). */

@@ -55,5 +55,17 @@ export function openDatabase(options: DatabaseOptions): Kysely<DB> {
     application_name: options.applicationName ?? 'os-audit',
     types: exactTypes,
   });
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  pools.set(db, pool);
+  return db;
+}
+
+const pools = new WeakMap<Kysely<DB>, pg.Pool>();
+
+/**
+ * The pool under a database from {@link openDatabase}, for what kysely cannot say (`COPY`);
+ * undefined for a transaction or a database made otherwise.
+ */
+export function poolOf(db: Kysely<DB>): pg.Pool | undefined {
+  return pools.get(db);
 }

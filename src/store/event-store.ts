@@ -1,10 +1,13 @@
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
+import { poolOf } from '../db/open-database.js';
 import type { DB } from '../db/schema.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from './encode-event.js';
-import { appendAtHeadSql } from './sql/append-at-head.js';
+import { appendAtHeadSql, reserveSeqsSql } from './sql/append-at-head.js';
+import { copyEvents } from './sql/copy-events.js';
 import { appendSequencedSql } from './sql/append-sequenced.js';
 import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
 import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
@@ -74,11 +77,41 @@ export class EventStore {
       await this.appendSequenced(rows);
       return rows.seqs;
     }
+    const pool = poolOf(this.db);
     const lastSeq =
       events.length <= APPEND_SLICE
         ? await this.appendSlicesAtHead(this.db, sessionId, events.length, encode)
-        : await this.inTransaction((trx) => this.appendSlicesAtHead(trx, sessionId, events.length, encode));
+        : pool !== undefined
+          ? await this.copyAtHead(pool, sessionId, events.length, encode)
+          : await this.inTransaction((trx) => this.appendSlicesAtHead(trx, sessionId, events.length, encode));
     return Array.from({ length: events.length }, (_, index) => lastSeq - events.length + 1 + index);
+  }
+
+  /**
+   * A large append through `COPY`, in a transaction of its own: the session's head is moved
+   * first (its row lock keeps other writers of the session waiting until the commit), then
+   * the events stream in, a slice encoded while the server stores the one before.
+   */
+  private async copyAtHead(
+    pool: pg.Pool,
+    sessionId: string,
+    count: number,
+    encode: (from: number, to: number) => EncodedEvent[],
+  ): Promise<number> {
+    const head = reserveSeqsSql(sessionId, count).compile(this.db);
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const lastSeq = (await client.query<{ last_seq: number }>(head.sql, [...head.parameters])).rows[0]!.last_seq;
+      await copyEvents(client, sessionId, lastSeq - count + 1, slices(count, APPEND_SLICE, encode));
+      await client.query('COMMIT');
+      return lastSeq;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
   }
 
   /**
@@ -203,3 +236,8 @@ export class EventStore {
   }
 }
 
+
+/** `count` items encoded a slice at a time, lazily. */
+function* slices<T>(count: number, size: number, encode: (from: number, to: number) => T[]): Generator<T[]> {
+  for (let from = 0; from < count; from += size) yield encode(from, Math.min(count, from + size));
+}

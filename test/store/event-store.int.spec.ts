@@ -125,6 +125,28 @@ describe('append', () => {
     expect(await store().lastSeq('large-2')).toBe(-1);
   });
 
+  it('stores a large append (through COPY) exactly as small appends store the same events', async () => {
+    const tricky = (i: number): JsonValue => ({
+      kind: i % 3 === 0 ? 'suspended' : 'llm_completed',
+      turn: i,
+      ...(i % 3 === 0
+        ? { reason: `tab\there, line\nbreak, back\\slash, quote " ${i}`, pending_calls: [`c\r${i}`] }
+        : { message: { content: `nul \u0000, surrogate \ud800, ψ ${i}`, score: new JsonFloat('1.50'), big: 18446744073709551615n } }),
+    });
+    const events = Array.from({ length: 300 }, (_, i) => tricky(i));
+    const large = 'copy\t\\ψ\n1';
+    expect(await store().append(large, events)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    for (const event of events) await store().append('copy-small-1', [event]);
+    const rows = (sessionId: string) =>
+      sql<{ seq: number; kind: string; turn: number; payload: string; payload_text: string | null; validated: boolean }>`
+        SELECT seq, kind, turn, payload::text AS payload, payload_text, validated FROM session_events
+        WHERE session_id = ${sessionId} ORDER BY seq`.execute(testDb.db);
+    const [copied, inserted] = [(await rows(large)).rows, (await rows('copy-small-1')).rows];
+    expect(copied).toHaveLength(300);
+    expect(copied).toEqual(inserted);
+    expect((await readAll(large)).map((stored) => stored.event)).toEqual(events);
+  });
+
   it('returns nothing and stores nothing for an empty batch', async () => {
     expect(await store().append('empty-1', [])).toEqual([]);
     expect(await store().lastSeq('empty-1')).toBe(-1);

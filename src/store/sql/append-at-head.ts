@@ -12,13 +12,7 @@ export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent
   const columns = columnsOf(events);
   const count = events.length;
   return sql`
-    WITH head AS (
-      INSERT INTO sessions AS s (session_id, last_seq)
-      VALUES (${sessionId}, ${count - 1})
-      ON CONFLICT (session_id) DO UPDATE
-        SET last_seq = s.last_seq + ${count}, last_recorded_at = now()
-      RETURNING last_seq
-    ),
+    WITH head AS (${reserveSeqsSql(sessionId, count)}),
     inserted AS (
       INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
       SELECT ${sessionId}, head.last_seq - ${count} + e.ordinal, e.kind, e.turn, e.payload::jsonb, e.payload_text, true
@@ -26,4 +20,18 @@ export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent
       ORDER BY e.ordinal
     )
     SELECT last_seq FROM head`;
+}
+
+/**
+ * Moves a session's head `count` seqs on (creating the session if new) and returns the new
+ * head: the caller then stores its events at the seqs up to it, in the same transaction,
+ * whose row lock on the head keeps the session's other writers waiting until it ends.
+ */
+export function reserveSeqsSql(sessionId: string, count: number): RawBuilder<{ last_seq: number }> {
+  return sql`
+    INSERT INTO sessions AS s (session_id, last_seq)
+    VALUES (${sessionId}, ${count - 1})
+    ON CONFLICT (session_id) DO UPDATE
+      SET last_seq = s.last_seq + ${count}, last_recorded_at = now()
+    RETURNING last_seq`;
 }
