@@ -91,6 +91,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   // The backlog: events after the checkpoint in (transaction_id, position) order, the order the
   // projector reads in (a range of session_events_transaction_position_idx).
+  // A function rather than a subquery of the view: planned with the checkpoint's own values,
+  // the count is a short range of session_events_transaction_position_idx; planned for any
+  // checkpoint, it would read the whole log at every look. It reads the log as its owner, so
+  // that readers of the view need no access to the events.
+  await sql`
+    CREATE FUNCTION os_audit_backlog(after_transaction_id xid8, after_position bigint)
+    RETURNS TABLE (lag_events bigint, oldest timestamptz)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    BEGIN
+      RETURN QUERY
+        SELECT count(*), min(e.recorded_at) FROM session_events e
+        WHERE (e.transaction_id, e.position) > (after_transaction_id, after_position);
+    END
+    $$`.execute(db);
   await sql`
     CREATE VIEW os_projection_lag AS
     SELECT c.projection,
@@ -104,10 +118,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       c.updated_at
     FROM projection_checkpoints c
     LEFT JOIN projection_leases l ON l.projection = c.projection
-    CROSS JOIN LATERAL (
-      SELECT count(*) AS lag_events, min(e.recorded_at) AS oldest
-      FROM session_events e
-      WHERE (e.transaction_id, e.position) > (c.transaction_id, c.position)) backlog`.execute(db);
+    CROSS JOIN LATERAL os_audit_backlog(c.transaction_id, c.position) backlog`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
@@ -123,5 +134,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   ]) {
     await sql`DROP VIEW ${sql.table(view)}`.execute(db);
   }
+  await sql`DROP FUNCTION os_audit_backlog(xid8, bigint)`.execute(db);
   await sql`DROP INDEX session_events_recorded_at_brin`.execute(db);
 }
