@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../src/json/json-value.js';
@@ -6,6 +5,7 @@ import { EventStore } from '../../src/store/event-store.js';
 import { countEvents, type DaemonProcess, pollUntil, useDaemonProcesses } from '../support/daemon-process.js';
 import { sampleEvent } from '../support/log-files.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { writeByHand } from '../support/write-by-hand.js';
 import { parseSamples, sampleValue } from './prometheus-samples.js';
 
 /**
@@ -77,16 +77,6 @@ async function holdHorizon(): Promise<{ release: () => Promise<void> }> {
   };
 }
 
-/** Writes an event the snapshot cannot read around the store, as a hand-written INSERT would. */
-async function writePoisonEvent(sessionId: string): Promise<number> {
-  await sql`INSERT INTO sessions (session_id, last_seq) VALUES (${sessionId}, 0)`.execute(testDb.db);
-  const { rows } = await sql<{ position: number }>`
-    INSERT INTO session_events (session_id, seq, kind, payload, validated)
-    VALUES (${sessionId}, 0, 'suspended', '{"kind":"suspended","turn":"three","reason":"ask_user"}'::jsonb, false)
-    RETURNING position`.execute(testDb.db);
-  return rows[0]!.position;
-}
-
 describe('os-audit project --metrics-port', () => {
   it('serves health, readiness and metrics; lag rises with a burst and returns to 0; standby and halt show', async () => {
     // Settings come from the environment too (flags would win).
@@ -107,11 +97,15 @@ describe('os-audit project --metrics-port', () => {
     });
     expect(ready.body).toEqual({ status: 'ready', owner: 'metrics-a', projection: 'os_snapshot', role: 'leader' });
 
-    const first = await get(`${urlA}/metrics`);
+    // The lag gauges appear with the first status read, which may come a moment after the lease.
+    const first = await pollUntil('every metric', async () => {
+      const scrape = await get(`${urlA}/metrics`);
+      const scraped = new Set(parseSamples(scrape.text).map((sample) => sample.name));
+      return EVERY_METRIC.every((name) => scraped.has(name)) && scrape;
+    });
     expect(first.status).toBe(200);
     expect(first.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
     const names = new Set(parseSamples(first.text).map((sample) => sample.name));
-    expect(EVERY_METRIC.filter((name) => !names.has(name))).toEqual([]);
     // The process's own metrics come along.
     expect(names).toContain('process_cpu_user_seconds_total');
     expect(names).toContain('nodejs_eventloop_lag_seconds');
@@ -175,7 +169,7 @@ describe('os-audit project --metrics-port', () => {
     expect(await metric(a, 'os_audit_leader')).toBe(1);
 
     // A poison event halts the leader: not ready, with the reason; the standby is unaffected.
-    const position = await writePoisonEvent('poisoned');
+    const position = await writeByHand(testDb.db, 'poisoned', 0, '{"kind":"suspended","turn":"three","reason":"ask_user"}');
     const halted = await pollUntil('metrics-a to report the halt on /readyz', async () => {
       const answer = await readyz(a);
       return answer.status === 503 && answer;

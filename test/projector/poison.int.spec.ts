@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
@@ -8,20 +7,12 @@ import { EventStore } from '../../src/store/event-store.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { writeByHand } from '../support/write-by-hand.js';
 
 /**
  * Writes an event around the validator, as a hand-written INSERT would; `validated` forges the
  * mark os-audit's own writers set.
  */
-async function writeByHand(db: TestDatabase['db'], sessionId: string, seq: number, payload: string, validated = false): Promise<number> {
-  await sql`INSERT INTO sessions (session_id, last_seq) VALUES (${sessionId}, ${seq})
-            ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq`.execute(db);
-  const { rows } = await sql<{ position: number }>`
-    INSERT INTO session_events (session_id, seq, kind, payload, validated)
-    VALUES (${sessionId}, ${seq}, ${payload}::jsonb ->> 'kind', ${payload}::jsonb, ${validated}) RETURNING position`.execute(db);
-  return rows[0]!.position;
-}
-
 async function withPoisonedLog<T>(work: (db: TestDatabase, position: number) => Promise<T>): Promise<T> {
   const testDb = await createTestDatabase();
   try {
