@@ -8,7 +8,7 @@ import {
   type BatchInspection,
   beginBatchSql,
   completeBatchSql,
-  ensureBatchTableSql,
+  createBatchTableSql,
   fillBatchSql,
   inspectBatchSql,
   measureBatchSql,
@@ -54,7 +54,7 @@ export async function runBatch(
   if (start === undefined) throw new Error(`projection ${projection.name} has no checkpoint row: run os-audit migrate`);
   if (!start.renewed) throw new LeaseLostError(projection.name, held.owner, held.epoch);
   const from: Checkpoint = { transactionId: start.transaction_id, position: start.position };
-  await ensureBatchTableSql().execute(db);
+  if (!start.has_batch_table) await createBatchTableSql().execute(db);
   await fillBatchSql(projection, from, options.batchSize).execute(db);
   const extent = (await measureBatchSql(start).execute(db)).rows[0]!;
   if (extent.window_count === 0 || extent.end_transaction_id === null || extent.end_position === null) {

@@ -24,6 +24,8 @@ export interface BatchStart {
   position: number;
   enable_sort: string;
   enable_bitmapscan: string;
+  /** Whether this connection has its batch table already (see {@link createBatchTableSql}). */
+  has_batch_table: boolean;
 }
 
 /**
@@ -44,6 +46,7 @@ export function beginBatchSql(projection: string, lease: { owner: string; epoch:
     )
     SELECT EXISTS (SELECT 1 FROM renewed) AS renewed, c.transaction_id::text AS transaction_id, c.position,
            planner.enable_sort, planner.enable_bitmapscan,
+           to_regclass('pg_temp.os_audit_batch') IS NOT NULL AS has_batch_table,
            set_config('enable_sort', 'off', true) IS NOT NULL AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL AS index_order,
            set_config('synchronous_commit', 'off', true) IS NOT NULL AS commit_without_flush_wait
     FROM projection_checkpoints AS c, planner
@@ -54,7 +57,7 @@ export function beginBatchSql(projection: string, lease: { owner: string; epoch:
  * The batch table, one per connection, emptied at every commit: created once rather than per
  * batch, which would cost catalog writes every time.
  */
-export function ensureBatchTableSql(): RawBuilder<unknown> {
+export function createBatchTableSql(): RawBuilder<unknown> {
   return sql`
     CREATE TEMP TABLE IF NOT EXISTS os_audit_batch (
       transaction_id xid8 NOT NULL, position bigint NOT NULL, session_id text NOT NULL, seq bigint NOT NULL,
