@@ -75,7 +75,13 @@ export function toStorableJson(value: JsonValue): StorableJson {
  * exceed `numeric` (a long run of digits, an exponent of four digits or more). Strings holding
  * such text make the check fail too: that only costs the careful path.
  */
-const MAYBE_UNSTORABLE_TEXT = /\\u0000|\\u[dD][89a-fA-F]|[0-9]{64}|[0-9][eE][+-]?[0-9]{4}/;
+const MAYBE_UNSTORABLE_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
+const MAYBE_UNSTORABLE_NUMBER = /[0-9](?:[0-9]{63}|[eE][+-]?[0-9]{4})/;
+
+/** Either pattern; the escapes are looked for only where a `\u` is (a native scan), which is rare. */
+function maybeUnstorableText(text: string): boolean {
+  return (text.includes('\\u') && MAYBE_UNSTORABLE_ESCAPE.test(text)) || MAYBE_UNSTORABLE_NUMBER.test(text);
+}
 
 /**
  * {@link toStorableJson} for a value whose JSON source text is at hand (and was parsed with
@@ -89,7 +95,7 @@ const MAYBE_UNSTORABLE_TEXT = /\\u0000|\\u[dD][89a-fA-F]|[0-9]{64}|[0-9][eE][+-]
  * ```
  */
 export function storableSourceText(sourceText: string): StorableJson | undefined {
-  return MAYBE_UNSTORABLE_TEXT.test(sourceText) ? undefined : { payload: sourceText, exactText: null };
+  return maybeUnstorableText(sourceText) ? undefined : { payload: sourceText, exactText: null };
 }
 
 class StorableSanitizer implements StringSanitizer {

@@ -223,4 +223,20 @@ describe('storableSourceText', () => {
   ])('leaves %s to the careful path', (_case, text) => {
     expect(storableSourceText(text)).toBeUndefined();
   });
+
+  it('sends to the careful path exactly the texts one plain pattern matches (property)', () => {
+    const reference = /\\u0000|\\u[dD][89a-fA-F]|[0-9]{64}|[0-9][eE][+-]?[0-9]{4}/;
+    const piece = fc.oneof(
+      fc.constantFrom('\\u', '\\u0000', '\\ud8', '\\uDa', '\\u00e9', 'e', 'E', '+', '-', '"', ' ', 'x'),
+      fc.integer({ min: 0, max: 9 }).map(String),
+      fc.integer({ min: 1, max: 70 }).map((length) => '7'.repeat(length)),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 30 }), (pieces) => {
+        const text = pieces.join('');
+        expect(storableSourceText(text) === undefined).toBe(reference.test(text));
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
