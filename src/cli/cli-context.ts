@@ -9,6 +9,8 @@ export interface CliIo {
   stdout: Writable & { isTTY?: boolean };
   stderr: Writable & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
+  /** The embedded server's URL, once `runCli` has started or joined it for this command. */
+  embeddedDatabaseUrl?: string;
 }
 
 /** A failure the user can act on: printed as `os-audit: message`, exit code 1, no stack. */

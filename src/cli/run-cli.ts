@@ -69,6 +69,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     if (options.databaseUrl || session.env.DATABASE_URL) return;
     embedded = await openEmbeddedDatabase(session, options.dataDir ?? session.env.OS_AUDIT_DATA_DIR ?? DEFAULT_DATA_DIR);
     session.env.DATABASE_URL = embedded.url;
+    session.embeddedDatabaseUrl = embedded.url;
   });
   try {
     await program.parseAsync([...args], { from: 'user' });

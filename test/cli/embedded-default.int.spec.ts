@@ -7,6 +7,7 @@ import { startLocalPostgres } from '../../src/db/local-postgres.js';
 import { pollUntil } from '../support/daemon-process.js';
 import { useTempDir } from '../support/log-files.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
+import { createTestDatabase } from '../support/test-database.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const tempFolder = useTempDir('os-audit-embedded-');
@@ -85,5 +86,30 @@ describe('the embedded default', () => {
     }
     expect(await exited).toBe(0);
     expect(serverRunning(dataDir)).toBe(false);
+  }, 120_000);
+
+  it('`os-audit up` on a server says where to look without printing the server\'s password', async () => {
+    const server = await createTestDatabase();
+    const url = new URL(server.url);
+    // A trust-auth server ignores a password it is given; a password server needs its own.
+    if (url.password === '') url.password = 'not-for-printing';
+    const password = url.password;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'up', '--import', 'samples'], {
+      cwd: root,
+      env: { ...process.env, DATABASE_URL: url.toString(), OS_AUDIT_METRICS_PORT: '0' },
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await pollUntil('the banner of `up`', async () => stdout.includes('Stop with Ctrl-C'), { timeoutMs: 90_000, explain: () => stdout });
+      url.password = '';
+      expect(stdout).toContain(`database    ${url.toString()}`);
+      expect(stdout).not.toContain(password);
+    } finally {
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      await server.drop();
+    }
   }, 120_000);
 });

@@ -17,14 +17,16 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
       if (options.import !== undefined) await onThisDatabase(['import', options.import]);
       const example = await withDatabase(url, (db) => db.selectFrom('sessions').select('session_id').orderBy('session_id').limit(1).executeTakeFirst());
       const session = example ? shellWord(example.session_id) : '<session_id>';
+      // The embedded server's generated password is for this machine; a server's is not ours to print.
+      const shown = url === io.embeddedDatabaseUrl ? url : withoutPassword(url);
       await write(
         io.stdout,
         [
           '',
           'os-audit is up: the projector below folds every new event into the snapshot tables.',
-          `  database    ${url}`,
+          `  database    ${shown}`,
           `  a snapshot  npx os-audit snapshot ${session}`,
-          `  overview    psql '${url}' -c 'SELECT * FROM os_session_overview'`,
+          `  overview    psql '${shown}' -c 'SELECT * FROM os_session_overview'`,
           '  progress    npx os-audit status',
           'Stop with Ctrl-C.',
           '',
@@ -33,6 +35,17 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
       );
       await onThisDatabase(['project']);
     });
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '') return url;
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '<DATABASE_URL>';
+  }
 }
 
 function shellWord(text: string): string {
