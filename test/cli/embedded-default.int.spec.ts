@@ -99,10 +99,13 @@ describe('the embedded default', () => {
       env: { ...process.env, DATABASE_URL: url.toString(), OS_AUDIT_METRICS_PORT: '0' },
     });
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     try {
-      await pollUntil('the banner of `up`', async () => stdout.includes('Stop with Ctrl-C'), { timeoutMs: 90_000, explain: () => stdout });
+      // The banner comes just before the daemon starts; Ctrl-C is the daemon's to handle once it leads.
+      await pollUntil('the daemon of `up` to lead', async () => stderr.includes('"event":"leader"'), { timeoutMs: 90_000, explain: () => `${stdout}\n${stderr}` });
       url.password = '';
       expect(stdout).toContain(`database    ${url.toString()}`);
       expect(stdout).not.toContain(password);
