@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
@@ -127,10 +128,10 @@ export class EventStore {
   ): Promise<number> {
     const statements: Promise<{ rows: { last_seq: number }[] }>[] = [];
     try {
-      for (let from = 0; from < count; from += APPEND_SLICE) {
-        statements.push(appendAtHeadSql(sessionId, encode(from, from + APPEND_SLICE)).execute(db));
+      for (const slice of slices(count, APPEND_SLICE, encode)) {
+        statements.push(appendAtHeadSql(sessionId, slice).execute(db));
         // Let the driver send the statement before the CPU goes to the next slice.
-        if (from + APPEND_SLICE < count) await new Promise((resolve) => setImmediate(resolve));
+        await setImmediate();
       }
       const results = await Promise.all(statements);
       return results.at(-1)!.rows[0]!.last_seq;
@@ -235,7 +236,6 @@ export class EventStore {
     return this.db.isTransaction ? work(this.db) : this.db.transaction().execute(work);
   }
 }
-
 
 /** `count` items encoded a slice at a time, lazily. */
 function* slices<T>(count: number, size: number, encode: (from: number, to: number) => T[]): Generator<T[]> {

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { EncodedEvent } from '../encode-event.js';
@@ -46,7 +47,7 @@ export async function copyEvents(
       if (!stream.write(eventLines(sessionId, seq, slice))) await once(stream, 'drain');
       seq += slice.length;
       // Let the driver take the server's answers and send this slice before the next is encoded.
-      await new Promise((resolve) => setImmediate(resolve));
+      await setImmediate();
     }
   } catch (error) {
     await new Promise<void>((resolve) => stream.destroy(error as Error).once('close', resolve));
