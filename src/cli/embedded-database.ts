@@ -1,7 +1,6 @@
 import { migrateToLatest } from '../db/migrate.js';
 import { type LocalPostgres, startLocalPostgres } from '../db/local-postgres.js';
-import { openDatabase } from '../db/open-database.js';
-import { type CliIo, write } from './cli-context.js';
+import { type CliIo, withDatabase, write } from './cli-context.js';
 
 /** Where the embedded PostgreSQL keeps its files when neither `--data-dir` nor the environment says. */
 export const DEFAULT_DATA_DIR = '.os-audit';
@@ -20,12 +19,7 @@ export const DEFAULT_DATA_DIR = '.os-audit';
 export async function openEmbeddedDatabase(io: CliIo, dataDir: string): Promise<LocalPostgres> {
   const server = await startLocalPostgres({ dataDir, onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
   try {
-    const db = openDatabase({ connectionString: server.url, applicationName: 'os-audit-cli', maxConnections: 1 });
-    try {
-      await migrateToLatest(db);
-    } finally {
-      await db.destroy();
-    }
+    await withDatabase(server.url, migrateToLatest, 1);
     return { ...server, stop: stopAlsoOnInterrupt(server) };
   } catch (error) {
     await server.stop();
