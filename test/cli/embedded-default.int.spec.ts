@@ -59,16 +59,11 @@ describe('the embedded default', () => {
     const dataDir = path.join(tempDir(), 'data');
     const env: NodeJS.ProcessEnv = { ...process.env, OS_AUDIT_DATA_DIR: dataDir };
     delete env.DATABASE_URL;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'up', '--import', 'samples'], { cwd: root, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const up = startUp(env);
     try {
-      await pollUntil('the banner of `up`', async () => stdout.includes('Stop with Ctrl-C'), { timeoutMs: 90_000, explain: () => `stdout: ${stdout}\nstderr: ${stderr}` });
-      expect(stdout).toMatch(/imported \d+ new events/);
-      expect(stdout).toMatch(/a snapshot {2}npx os-audit snapshot sample-000000/);
+      await pollUntil('the banner of `up`', async () => up.stdout().includes('Stop with Ctrl-C'), { timeoutMs: 90_000, explain: up.output });
+      expect(up.stdout()).toMatch(/imported \d+ new events/);
+      expect(up.stdout()).toMatch(/a snapshot {2}npx os-audit snapshot sample-000000/);
 
       // A second command joins the daemon's server and sees the projection it keeps.
       const snapshot = await pollUntil(
@@ -82,9 +77,9 @@ describe('the embedded default', () => {
       expect(JSON.parse(snapshot.stdout)).toEqual(fixture('os_snapshot_ask_user.json'));
       expect(serverRunning(dataDir)).toBe(true);
     } finally {
-      child.kill('SIGINT');
+      up.child.kill('SIGINT');
     }
-    expect(await exited).toBe(0);
+    expect(await up.exited).toBe(0);
     expect(serverRunning(dataDir)).toBe(false);
   }, 120_000);
 
@@ -94,25 +89,33 @@ describe('the embedded default', () => {
     // A trust-auth server ignores a password it is given; a password server needs its own.
     if (url.password === '') url.password = 'not-for-printing';
     const password = url.password;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'up', '--import', 'samples'], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: url.toString(), OS_AUDIT_METRICS_PORT: '0' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const up = startUp({ ...process.env, DATABASE_URL: url.toString(), OS_AUDIT_METRICS_PORT: '0' });
     try {
       // The banner comes just before the daemon starts; Ctrl-C is the daemon's to handle once it leads.
-      await pollUntil('the daemon of `up` to lead', async () => stderr.includes('"event":"leader"'), { timeoutMs: 90_000, explain: () => `${stdout}\n${stderr}` });
+      await pollUntil('the daemon of `up` to lead', async () => up.stderr().includes('"event":"leader"'), { timeoutMs: 90_000, explain: up.output });
       url.password = '';
-      expect(stdout).toContain(`database    ${url.toString()}`);
-      expect(stdout).not.toContain(password);
+      expect(up.stdout()).toContain(`database    ${url.toString()}`);
+      expect(up.stdout()).not.toContain(password);
     } finally {
-      child.kill('SIGINT');
-      expect(await exited).toBe(0);
+      up.child.kill('SIGINT');
+      expect(await up.exited).toBe(0);
       await server.drop();
     }
   }, 120_000);
 });
+
+/** `os-audit up --import samples` as a process (what `npm start` runs), its output collected. */
+function startUp(env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'up', '--import', 'samples'], { cwd: root, env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return {
+    child,
+    exited: new Promise<number | null>((resolve) => child.once('exit', resolve)),
+    stdout: () => stdout,
+    stderr: () => stderr,
+    output: () => `stdout: ${stdout}\nstderr: ${stderr}`,
+  };
+}
