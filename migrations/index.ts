@@ -4,6 +4,7 @@ import * as osSnapshotProjection from './0002-os-snapshot-projection.js';
 import * as projectorFastPath from './0003-projector-fast-path.js';
 import * as dashboardViews from './0004-dashboard-views.js';
 import * as roles from './0005-roles.js';
+import * as batchRequirements from './0006-batch-requirements.js';
 
 /**
  * Every migration, by name, applied in name order. Imported statically (not read from the
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0003-projector-fast-path': projectorFastPath,
   '0004-dashboard-views': dashboardViews,
   '0005-roles': roles,
+  '0006-batch-requirements': batchRequirements,
 };

@@ -1,17 +1,9 @@
-import { executePrepared } from '../../src/db/prepared-statement.js';
 import type { Projection } from '../../src/projector/projection.js';
 import { applyOsSnapshotEventsSql, clearOsSnapshotSql } from './sql/apply-os-snapshot-events.js';
 import { OS_SNAPSHOT_PROJECTION } from './stored-os-snapshot.js';
 
 /** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
 const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
-
-/**
- * Batches up to this size (the daemon's live batches) run the fold as a statement prepared
- * once per connection: planning it would take most of such a batch's time. Larger ones (a
- * catch-up) are planned for their own size.
- */
-const PREPARED_UP_TO = 1000;
 
 /**
  * The OS audit snapshot as SQL tables (`os_snapshots`, `os_processes`, `os_signals`,
@@ -22,10 +14,7 @@ export const osSnapshotProjection: Projection = {
   sessionHeads: 'os_snapshots',
   readsPayloadOf: RECORD_KINDS,
   problemFunction: 'os_snapshot_event_problem',
-  async apply(db, batch) {
-    if (batch.events <= PREPARED_UP_TO) await executePrepared(db, 'os_snapshot_apply', applyOsSnapshotEventsSql());
-    else await applyOsSnapshotEventsSql().execute(db);
-  },
+  foldBatchSql: () => applyOsSnapshotEventsSql(),
   async clear(db) {
     for (const statement of clearOsSnapshotSql()) await statement.execute(db);
   },

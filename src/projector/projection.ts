@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.js';
 
 /**
@@ -22,11 +22,11 @@ export interface Projection {
    */
   readonly problemFunction: 'os_snapshot_event_problem';
   /**
-   * Folds the rows of `os_audit_batch` whose `problem` is NULL into the projection's tables;
-   * `batch.events` is how many rows the table holds (small live batches and large catch-up
-   * batches may be best run differently).
+   * The statement that folds the rows of `os_audit_batch` whose `problem` is NULL into the
+   * projection's tables. It takes no parameters: the projector prepares it once per connection
+   * for small batches, where planning it would cost more than running it.
    */
-  apply(db: Kysely<DB>, batch: { events: number }): Promise<void>;
+  foldBatchSql(): RawBuilder<unknown>;
   /** Removes all the projection wrote (a rebuild starts from there). */
   clear(db: Kysely<DB>): Promise<void>;
 }

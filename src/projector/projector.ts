@@ -1,6 +1,8 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
+import type pg from 'pg';
+import { type PinnedConnection, withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
 import type { Checkpoint } from './checkpoint.js';
@@ -8,7 +10,7 @@ import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted-error.js';
 import type { Projection } from './projection.js';
-import { type BatchResult, runBatch } from './run-batch.js';
+import { type BatchResult, PREPARED_FOLD_UP_TO, runBatch, runBatchInOneTrip } from './run-batch.js';
 
 /**
  * Events per batch by default: large enough that a batch's fixed costs vanish in a catch-up
@@ -67,6 +69,10 @@ export class Projector {
   readonly lease: Lease;
   private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner'>>;
   private held: HeldLease | null = null;
+  /** The end of this projector's last batch under the lease it holds, while it is a live-sized one. */
+  private liveCheckpoint: Checkpoint | undefined;
+  /** Connections on which a batch ran in full, so that they have the batch table and the prepared fold. */
+  private readonly preparedConnections = new WeakSet<pg.PoolClient>();
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -96,10 +102,13 @@ export class Projector {
     const held = this.held;
     if (held === null) throw new LeaseLostError(this.projection.name, this.lease.owner, 0);
     const started = performance.now();
+    const from = this.liveCheckpoint;
+    this.liveCheckpoint = undefined;
     try {
-      const result = await this.db
-        .transaction()
-        .execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options));
+      const result =
+        (await withPinnedConnection(this.db, (connection) => this.runBatchOn(connection, held, from))) ??
+        (await this.db.transaction().execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options)));
+      if (result.windowCount <= PREPARED_FOLD_UP_TO) this.liveCheckpoint = result.checkpoint;
       if (result.windowCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       return result;
     } catch (error) {
@@ -107,6 +116,20 @@ export class Projector {
       if (error instanceof ProjectionHaltedError) await this.recordError(error);
       throw error;
     }
+  }
+
+  /**
+   * A batch in one round trip when the last one was live-sized and ran on a connection known to
+   * be ready for it; otherwise, or when the batch turns out not to be simple, in steps.
+   */
+  private async runBatchOn(connection: PinnedConnection, held: HeldLease, from: Checkpoint | undefined): Promise<BatchResult> {
+    if (from !== undefined && this.preparedConnections.has(connection.client)) {
+      const result = await runBatchInOneTrip(connection, this.projection, this.lease, held, from, this.options);
+      if (result !== undefined) return result;
+    }
+    const result = await connection.db.transaction().execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options));
+    this.preparedConnections.add(connection.client);
+    return result;
   }
 
   /**

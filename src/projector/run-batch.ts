@@ -1,5 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { PinnedConnection } from '../db/pinned-connection.js';
+import { type PreparedStatement, preparedStatement } from '../db/prepared-statement.js';
 import type { DB } from '../db/schema.js';
+import { runScript } from '../db/statement-script.js';
 import type { Checkpoint } from './checkpoint.js';
 import { type HeldLease, type Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted-error.js';
@@ -7,15 +10,28 @@ import type { Projection } from './projection.js';
 import {
   type BatchInspection,
   beginBatchSql,
+  checkpointTargetSql,
   completeBatchSql,
+  defaultPlannerSettingsSql,
   createBatchTableSql,
   fillBatchSql,
   inspectBatchSql,
   measureBatchSql,
   moveCheckpointSql,
+  moveCheckpointToBatchEndSql,
   recheckBatchSql,
   recordSkippedSql,
+  requireSimpleBatchSql,
+  type SimpleBatchEnd,
+  simpleBatchSettingsSql,
 } from './sql/batch-sql.js';
+
+/**
+ * Batches up to this size (the daemon's live batches) run the fold as a statement prepared
+ * once per connection: planning it would take most of such a batch's time. Larger ones (a
+ * catch-up) are planned for their own size.
+ */
+export const PREPARED_FOLD_UP_TO = 1000;
 
 export interface BatchOptions {
   /** Events read from the log per batch (the window); bounds time and memory. */
@@ -50,13 +66,16 @@ export async function runBatch(
   held: HeldLease,
   options: BatchOptions,
 ): Promise<BatchResult> {
-  const start = (await beginBatchSql(projection.name, held, lease.ttlMs).execute(db)).rows[0];
+  const fold = foldStatement(db, projection);
+  const start = (await beginBatchSql(projection.name, held, lease.ttlMs, fold).execute(db)).rows[0];
   if (start === undefined) throw new Error(`projection ${projection.name} has no checkpoint row: run os-audit migrate`);
   if (!start.renewed) throw new LeaseLostError(projection.name, held.owner, held.epoch);
   const from: Checkpoint = { transactionId: start.transaction_id, position: start.position };
   if (!start.has_batch_table) await createBatchTableSql().execute(db);
   await fillBatchSql(projection, from, options.batchSize).execute(db);
   const extent = (await measureBatchSql(start).execute(db)).rows[0]!;
+  // Planned now that the planner has its own settings back.
+  if (!start.has_prepared_fold) await fold.prepare.execute(db);
   if (extent.window_count === 0 || extent.end_transaction_id === null || extent.end_position === null) {
     return { windowCount: 0, eventsApplied: 0, skipped: 0, checkpoint: from };
   }
@@ -65,19 +84,20 @@ export async function runBatch(
   if (extent.incomplete || extent.has_poison) inspection = (await inspectBatchSql().execute(db)).rows[0]!;
   stopOnHole(projection, inspection);
   let skipped = await setPoisonAside(db, projection, inspection, options);
-  const batch = { events: inspection.batch_count };
-  const refused = await tryApply(db, projection, batch);
+  const foldBatch = inspection.batch_count <= PREPARED_FOLD_UP_TO ? fold.execute : projection.foldBatchSql();
+  const refused = await tryFold(db, foldBatch);
   if (refused !== undefined) {
     // A row marked as checked at the door could not be folded: check every row, then retry.
     await recheckBatchSql(projection).execute(db);
     inspection = (await inspectBatchSql().execute(db)).rows[0]!;
     if (inspection.poison === null) throw refused;
     skipped = await setPoisonAside(db, projection, inspection, options);
-    await projection.apply(db, batch);
+    await foldBatch.execute(db);
   }
 
   const to: Checkpoint = { transactionId: extent.end_transaction_id, position: extent.end_position };
-  const moved = await moveCheckpointSql(projection.name, from, to, held, inspection.batch_count - skipped).execute(db);
+  const target = checkpointTargetSql(to, inspection.batch_count - skipped);
+  const moved = await moveCheckpointSql(projection.name, from, target, held).execute(db);
   if (moved.rows.length !== 1) throw new CheckpointMovedError(projection.name);
   return { windowCount: extent.window_count, eventsApplied: inspection.batch_count - skipped, skipped, checkpoint: to };
 }
@@ -110,10 +130,10 @@ async function setPoisonAside(db: Kysely<DB>, projection: Projection, inspection
 }
 
 /** Folds the batch; when its data made the database refuse, folds nothing and returns the error. */
-async function tryApply(db: Kysely<DB>, projection: Projection, batch: { events: number }): Promise<unknown> {
+async function tryFold(db: Kysely<DB>, foldBatch: RawBuilder<unknown>): Promise<unknown> {
   await sql`SAVEPOINT os_audit_apply`.execute(db);
   try {
-    await projection.apply(db, batch);
+    await foldBatch.execute(db);
     await sql`RELEASE SAVEPOINT os_audit_apply`.execute(db);
     return undefined;
   } catch (error) {
@@ -127,4 +147,64 @@ async function tryApply(db: Kysely<DB>, projection: Projection, batch: { events:
 function isDataException(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+const folds = new WeakMap<Projection, PreparedStatement>();
+
+/** The projection's fold of the batch table as a prepared statement (see {@link PREPARED_FOLD_UP_TO}). */
+function foldStatement(db: Kysely<DB>, projection: Projection): PreparedStatement {
+  let fold = folds.get(projection);
+  if (fold === undefined) folds.set(projection, (fold = preparedStatement(db, `${projection.name}_fold`, projection.foldBatchSql())));
+  return fold;
+}
+
+/**
+ * Runs a batch in one round trip when it is a simple one, as live batches are: a script that
+ * renews the lease, reads the window after `from` (where the last batch of this projector
+ * left the checkpoint), folds it with the prepared fold and moves the checkpoint, then commits.
+ * The script requires, before folding, what {@link runBatch} would check and handle on the way
+ * (the lease renewed, at most {@link PREPARED_FOLD_UP_TO} events, each session's events
+ * continuing its folded ones, no poison) and, before committing, that the checkpoint moved
+ * from `from` under this lease. When any of that fails, or the connection lacks the batch
+ * table or the prepared fold, nothing is kept and the result is undefined: the caller runs
+ * {@link runBatch}, which does the same in steps and says what went wrong.
+ */
+export async function runBatchInOneTrip(
+  connection: PinnedConnection,
+  projection: Projection,
+  lease: Lease,
+  held: HeldLease,
+  from: Checkpoint,
+  options: BatchOptions,
+): Promise<BatchResult | undefined> {
+  const { client, db } = connection;
+  const script = [
+    sql`BEGIN`,
+    simpleBatchSettingsSql(),
+    fillBatchSql(projection, from, options.batchSize),
+    defaultPlannerSettingsSql(),
+    requireSimpleBatchSql(projection.name, held, lease.ttlMs, PREPARED_FOLD_UP_TO),
+    foldStatement(db, projection).execute,
+    moveCheckpointToBatchEndSql(projection.name, from, held),
+    sql`COMMIT`,
+  ];
+  let end: SimpleBatchEnd;
+  try {
+    const results = await runScript(client, script.map((statement) => statement.compile(db)));
+    end = results.at(-2)!.rows[0] as SimpleBatchEnd;
+  } catch (error) {
+    if (!isServerError(error)) throw error;
+    await client.query('ROLLBACK');
+    return undefined;
+  }
+  if (end.transaction_id === null || end.position === null || end.events_applied === null) {
+    return { windowCount: 0, eventsApplied: 0, skipped: 0, checkpoint: from };
+  }
+  const checkpoint: Checkpoint = { transactionId: end.transaction_id, position: end.position };
+  return { windowCount: end.events_applied, eventsApplied: end.events_applied, skipped: 0, checkpoint };
+}
+
+/** An error the server sent (with its SQLSTATE), as opposed to one of the connection. */
+function isServerError(error: unknown): boolean {
+  return typeof (error as { code?: unknown }).code === 'string' && typeof (error as { severity?: unknown }).severity === 'string';
 }

@@ -23,7 +23,7 @@ describe('os-audit CLI', () => {
     const fresh = await createTestDatabase({ migrate: false });
     try {
       const env = { DATABASE_URL: fresh.url };
-      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'applied 0001-event-store, 0002-os-snapshot-projection, 0003-projector-fast-path, 0004-dashboard-views, 0005-roles\n' });
+      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'applied 0001-event-store, 0002-os-snapshot-projection, 0003-projector-fast-path, 0004-dashboard-views, 0005-roles, 0006-batch-requirements\n' });
       expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'schema is up to date; nothing to apply\n' });
     } finally {
       await fresh.drop();

@@ -3,6 +3,7 @@ import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createGroupRolesSql, down as revokeRoles, up as grantRoles } from '../../migrations/0005-roles.js';
+import { down as dropBatchRequirements, up as createBatchRequirements } from '../../migrations/0006-batch-requirements.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import type { DB } from '../../src/db/schema.js';
@@ -329,9 +330,12 @@ describe('least-privilege roles', () => {
         };
         const migrated = await grants();
         expect(migrated.grants).toBeGreaterThan(0);
+        // Down to before the roles (a later migration's grants go with it), and up again.
+        await dropBatchRequirements(untyped(scratch.db));
         await revokeRoles(untyped(scratch.db));
         expect(await grants()).toEqual({ grants: 0, roles: 3 });
         await grantRoles(untyped(scratch.db));
+        await createBatchRequirements(untyped(scratch.db));
         expect(await grants()).toEqual(migrated);
       } finally {
         await scratch.drop();

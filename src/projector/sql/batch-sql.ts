@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Checkpoint } from '../checkpoint.js';
+import type { PreparedStatement } from '../../db/prepared-statement.js';
 import type { Projection } from '../projection.js';
 import { renewLeaseSql } from './lease-sql.js';
 
@@ -26,6 +27,8 @@ export interface BatchStart {
   enable_bitmapscan: string;
   /** Whether this connection has its batch table already (see {@link createBatchTableSql}). */
   has_batch_table: boolean;
+  /** Whether this connection has the projection's fold prepared already. */
+  has_prepared_fold: boolean;
 }
 
 /**
@@ -38,7 +41,12 @@ export interface BatchStart {
  * import), would sort the whole backlog for every batch; {@link measureBatchSql} gives it its
  * own settings back.
  */
-export function beginBatchSql(projection: string, lease: { owner: string; epoch: number }, ttlMs: number): RawBuilder<BatchStart> {
+export function beginBatchSql(
+  projection: string,
+  lease: { owner: string; epoch: number },
+  ttlMs: number,
+  fold: PreparedStatement,
+): RawBuilder<BatchStart> {
   return sql`
     WITH renewed AS (${renewLeaseSql(projection, lease.owner, lease.epoch, ttlMs)}),
     planner AS MATERIALIZED (
@@ -47,6 +55,7 @@ export function beginBatchSql(projection: string, lease: { owner: string; epoch:
     SELECT EXISTS (SELECT 1 FROM renewed) AS renewed, c.transaction_id::text AS transaction_id, c.position,
            planner.enable_sort, planner.enable_bitmapscan,
            to_regclass('pg_temp.os_audit_batch') IS NOT NULL AS has_batch_table,
+           (${fold.isPrepared}) AS has_prepared_fold,
            set_config('enable_sort', 'off', true) IS NOT NULL AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL AS index_order,
            set_config('synchronous_commit', 'off', true) IS NOT NULL AS commit_without_flush_wait
     FROM projection_checkpoints AS c, planner
@@ -130,15 +139,11 @@ export interface BatchInspection {
 
 /**
  * Where the batch ends in the log, whether some session's rows need {@link completeBatchSql},
- * and whether any event is poison: one grouped pass and a small one over the batch. Gives the
- * planner back the settings {@link beginBatchSql} found.
+ * and whether any event is poison: one grouped pass and a small one over the batch.
  */
-export function measureBatchSql(planner: Pick<BatchStart, 'enable_sort' | 'enable_bitmapscan'>): RawBuilder<BatchExtent> {
+function batchExtentSql(): RawBuilder<unknown> {
   return sql`
-    WITH restored AS MATERIALIZED (
-      SELECT set_config('enable_sort', ${planner.enable_sort}, true), set_config('enable_bitmapscan', ${planner.enable_bitmapscan}, true)
-    ),
-    per_session AS (
+    WITH per_session AS (
       SELECT count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq, min(prev_seq) AS prev_seq,
              max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison
       FROM os_audit_batch GROUP BY session_id
@@ -149,10 +154,20 @@ export function measureBatchSql(planner: Pick<BatchStart, 'enable_sort' | 'enabl
              coalesce(bool_or(first_seq <> prev_seq + 1 OR last_seq - prev_seq <> events), false) AS incomplete
       FROM per_session
     )
-    SELECT (SELECT count(*) FROM restored) AS restored, window_count, end_transaction_id::text AS end_transaction_id,
-      has_poison, incomplete,
+    SELECT window_count, end_transaction_id, has_poison, incomplete,
       (SELECT max(position) FROM os_audit_batch WHERE transaction_id = extent.end_transaction_id) AS end_position
     FROM extent`;
+}
+
+/** The batch's {@link batchExtentSql extent}; gives the planner back the settings {@link beginBatchSql} found. */
+export function measureBatchSql(planner: Pick<BatchStart, 'enable_sort' | 'enable_bitmapscan'>): RawBuilder<BatchExtent> {
+  return sql`
+    WITH restored AS MATERIALIZED (
+      SELECT set_config('enable_sort', ${planner.enable_sort}, true), set_config('enable_bitmapscan', ${planner.enable_bitmapscan}, true)
+    )
+    SELECT (SELECT count(*) FROM restored) AS restored, window_count, end_transaction_id::text AS end_transaction_id,
+      has_poison, incomplete, end_position
+    FROM (${batchExtentSql()}) AS extent`;
 }
 
 export interface BatchExtent {
@@ -185,28 +200,102 @@ export function recordSkippedSql(projection: Projection): RawBuilder<unknown> {
     FROM os_audit_batch WHERE problem IS NOT NULL`;
 }
 
+/** Where {@link moveCheckpointSql} moves the checkpoint to, as SQL values: the batch's end. */
+export function checkpointTargetSql(to: Checkpoint, eventsApplied: number): RawBuilder<CheckpointTarget> {
+  return sql`SELECT ${to.transactionId}::xid8 AS transaction_id, ${to.position}::bigint AS position, ${eventsApplied}::bigint AS events_applied`;
+}
+
+/** A relation of one row (or none: nothing moves) saying where the checkpoint goes. */
+export interface CheckpointTarget {
+  transaction_id: string;
+  position: number;
+  events_applied: number;
+}
+
 /**
- * Moves the checkpoint from `from` to `to`, only if it is still at `from` and the lease is
- * still this writer's, of this epoch (the fencing token): otherwise no row changes, and the
- * caller rolls the batch back. The lease may have expired meanwhile: the batch has held its row
- * since renewing it, so no one else can have taken it, however long the batch took.
+ * Moves the checkpoint from `from` to the row of `target`, only if it is still at `from` and
+ * the lease is still this writer's, of this epoch (the fencing token): otherwise no row
+ * changes, and the caller rolls the batch back. The lease may have expired meanwhile: the batch
+ * has held its row since renewing it, so no one else can have taken it, however long the batch
+ * took.
  */
 export function moveCheckpointSql(
   projection: string,
   from: Checkpoint,
-  to: Checkpoint,
+  target: RawBuilder<CheckpointTarget>,
   lease: { owner: string; epoch: number },
-  eventsApplied: number,
-): RawBuilder<{ moved: number }> {
+): RawBuilder<{ transaction_id: string; position: number; events_applied: number }> {
   return sql`
     UPDATE projection_checkpoints AS c
-    SET transaction_id = ${to.transactionId}::xid8, position = ${to.position},
-        epoch = ${lease.epoch}, events_applied = c.events_applied + ${eventsApplied},
+    SET transaction_id = t.transaction_id, position = t.position,
+        epoch = ${lease.epoch}, events_applied = c.events_applied + t.events_applied,
         updated_at = now(), last_error = NULL, last_error_at = NULL
-    FROM projection_leases AS l
+    FROM projection_leases AS l, (${target}) AS t
     WHERE c.projection = ${projection}
       AND c.transaction_id = ${from.transactionId}::xid8 AND c.position = ${from.position}
       AND c.epoch <= ${lease.epoch}
       AND l.projection = c.projection AND l.owner = ${lease.owner} AND l.epoch = ${lease.epoch}
-    RETURNING 1 AS moved`;
+    RETURNING t.transaction_id::text AS transaction_id, t.position, t.events_applied`;
+}
+
+/**
+ * The script of a batch in one round trip ({@link runBatchInOneTrip}) runs these between its
+ * fill and its fold. The lease is renewed (and its row locked), then the batch is required to
+ * be one the fold can take as it is: no more than `maxEvents` rows, each session's rows
+ * following its last folded seq, no poison. Anything else stops the script before the fold,
+ * and the careful path runs the batch again.
+ */
+export function requireSimpleBatchSql(
+  projection: string,
+  lease: { owner: string; epoch: number },
+  ttlMs: number,
+  maxEvents: number,
+): RawBuilder<unknown> {
+  return sql`
+    WITH renewed AS (${renewLeaseSql(projection, lease.owner, lease.epoch, ttlMs)})
+    SELECT os_audit_require(EXISTS (SELECT FROM renewed), ${`projection ${projection}: the lease of ${lease.owner} (epoch ${lease.epoch}) was not renewed`}),
+           os_audit_require(extent.window_count <= ${maxEvents} AND NOT extent.incomplete AND NOT extent.has_poison,
+                            'the batch needs the careful path')
+    FROM (${batchExtentSql()}) AS extent`;
+}
+
+/**
+ * Moves the checkpoint to the end of a simple batch (see {@link requireSimpleBatchSql}) and
+ * says where to; requires that it moved, unless the batch was empty.
+ */
+export function moveCheckpointToBatchEndSql(projection: string, from: Checkpoint, lease: { owner: string; epoch: number }): RawBuilder<SimpleBatchEnd> {
+  const end = sql<CheckpointTarget>`
+    SELECT end_transaction_id AS transaction_id, end_position AS position, window_count AS events_applied
+    FROM (${batchExtentSql()}) AS extent WHERE window_count > 0`;
+  return sql`
+    WITH moved AS (${moveCheckpointSql(projection, from, end, lease)})
+    SELECT os_audit_require(EXISTS (SELECT FROM moved) OR NOT EXISTS (SELECT FROM os_audit_batch),
+                            ${`projection ${projection}: the checkpoint is no longer where this batch started`}) AS moved,
+           moved.transaction_id, moved.position, moved.events_applied
+    FROM (SELECT) AS one LEFT JOIN moved ON true`;
+}
+
+export interface SimpleBatchEnd {
+  /** Null when the batch was empty. */
+  transaction_id: string | null;
+  position: number | null;
+  events_applied: number | null;
+}
+
+/**
+ * The settings of {@link beginBatchSql}, for a script that cannot read the planner's first:
+ * {@link defaultPlannerSettingsSql} gives the planner its own back after the fill (and the
+ * commit would). Left on, they would make every sort of the fold cost so much on paper that
+ * the server compiles it with JIT, for over a second.
+ */
+export function simpleBatchSettingsSql(): RawBuilder<unknown> {
+  return sql`
+    SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
+           set_config('synchronous_commit', 'off', true)`;
+}
+
+/** Gives the planner the settings of the session back (see {@link simpleBatchSettingsSql}). */
+export function defaultPlannerSettingsSql(): RawBuilder<unknown> {
+  return sql`
+    SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name IN ('enable_sort', 'enable_bitmapscan')`;
 }
