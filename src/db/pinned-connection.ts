@@ -17,8 +17,8 @@ const driversStarted = new WeakSet<Kysely<DB>>();
  * Runs `work` on one connection of the pool under `db` (from `openDatabase`), for what needs
  * the driver itself (a script of statements in one round trip, `COPY`) next to typed queries on
  * the same connection. A connection that failed is closed rather than returned to the pool;
- * `work` must leave no transaction open on it.
- * Undefined when `db` has no pool of its own (a transaction, or a database made otherwise).
+ * `work` must leave no transaction open on it. `db` must have a pool of its own
+ * (`poolOf(db)`), not be a transaction or a database made otherwise.
  *
  * @example
  * ```ts
@@ -27,9 +27,9 @@ const driversStarted = new WeakSet<Kysely<DB>>();
  * });
  * ```
  */
-export async function withPinnedConnection<T>(db: Kysely<DB>, work: (connection: PinnedConnection) => Promise<T>): Promise<T | undefined> {
+export async function withPinnedConnection<T>(db: Kysely<DB>, work: (connection: PinnedConnection) => Promise<T>): Promise<T> {
   const pool = poolOf(db);
-  if (pool === undefined) return undefined;
+  if (pool === undefined) throw new Error('withPinnedConnection needs a database from openDatabase, not a transaction');
   if (!driversStarted.has(db)) {
     // kysely ends the pool on destroy() only if it has used it itself.
     await db.connection().execute(async () => {});

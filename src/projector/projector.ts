@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
+import { poolOf } from '../db/open-database.js';
 import { type PinnedConnection, withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
@@ -106,8 +107,9 @@ export class Projector {
     this.liveCheckpoint = undefined;
     try {
       const result =
-        (await withPinnedConnection(this.db, (connection) => this.runBatchOn(connection, held, from))) ??
-        (await this.db.transaction().execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options)));
+        poolOf(this.db) === undefined
+          ? await this.db.transaction().execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options))
+          : await withPinnedConnection(this.db, (connection) => this.runBatchOn(connection, held, from));
       if (result.windowCount <= PREPARED_FOLD_UP_TO) this.liveCheckpoint = result.checkpoint;
       if (result.windowCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       return result;

@@ -2,14 +2,15 @@ import { setImmediate } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
+import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from './encode-event.js';
 import { appendAtHeadSql, reserveSeqsSql } from './sql/append-at-head.js';
-import { copyEvents } from './sql/copy-events.js';
-import { appendSequencedSql } from './sql/append-sequenced.js';
+import { copyEvents, eventRowsText, sessionEventsText } from './sql/copy-events.js';
+import { advanceHeadsSql, appendSequencedSql, type SessionSpans } from './sql/append-sequenced.js';
 import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
 import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
 
@@ -55,6 +56,9 @@ export interface StoredEvent {
  * ```
  */
 export class EventStore {
+  /** The connection under this store's transaction, for `COPY` (see {@link transaction}). */
+  private copyClient: pg.PoolClient | undefined;
+
   constructor(readonly db: Kysely<DB>) {}
 
   /**
@@ -104,7 +108,7 @@ export class EventStore {
     try {
       await client.query('BEGIN');
       const lastSeq = (await client.query<{ last_seq: number }>(head.sql, [...head.parameters])).rows[0]!.last_seq;
-      await copyEvents(client, sessionId, lastSeq - count + 1, slices(count, APPEND_SLICE, encode));
+      await copyEvents(client, sessionEventsText(sessionId, lastSeq - count + 1, slices(count, APPEND_SLICE, encode)));
       await client.query('COMMIT');
       return lastSeq;
     } catch (error) {
@@ -142,19 +146,30 @@ export class EventStore {
   }
 
   /**
-   * Stores rows whose seqs are already chosen (an import), for many sessions in one statement.
-   * Each session's rows must continue its stored log; otherwise nothing of the statement is
-   * kept by the caller's transaction and a {@link ConcurrencyError} names the first session.
+   * Stores rows whose seqs are already chosen (an import), for many sessions at once: in one
+   * statement, or inside {@link transaction} with `COPY` for more than a few hundred rows.
+   * Each session's rows must continue its stored log; otherwise nothing of them is kept by
+   * the caller's transaction and a {@link ConcurrencyError} names the first session.
    */
   async appendSequenced(rows: EventRows): Promise<void> {
     if (rows.seqs.length === 0) return;
+    if (this.copyClient !== undefined && rows.seqs.length > APPEND_SLICE) {
+      const spans = sessionSpans(rows);
+      const { advanced } = (await advanceHeadsSql(spans).execute(this.db)).rows[0]!;
+      if (advanced.length !== spans.sessionIds.length) throw await this.notAdvanced(rows, advanced);
+      await copyEvents(this.copyClient, eventRowsText(rows, APPEND_SLICE));
+      return;
+    }
     const result = (await appendSequencedSql(rows).execute(this.db)).rows[0]!;
-    if (result.inserted === rows.seqs.length) return;
-    const advanced = new Set(result.advanced);
+    if (result.inserted !== rows.seqs.length) throw await this.notAdvanced(rows, result.advanced);
+  }
+
+  /** The conflict of the first row whose session did not advance. */
+  private async notAdvanced(rows: EventRows, advancedSessions: readonly string[]): Promise<ConcurrencyError> {
+    const advanced = new Set(advancedSessions);
     const index = rows.sessionIds.findIndex((sessionId) => !advanced.has(sessionId));
     const sessionId = rows.sessionIds[index]!;
-    const actual = await this.lastSeq(sessionId);
-    throw new ConcurrencyError(sessionId, rows.seqs[index]! - 1, actual);
+    return new ConcurrencyError(sessionId, rows.seqs[index]! - 1, await this.lastSeq(sessionId));
   }
 
   /**
@@ -228,13 +243,39 @@ export class EventStore {
 
   /** Runs `work` with a store bound to one transaction: all of it is stored, or none. */
   transaction<T>(work: (store: EventStore) => Promise<T>): Promise<T> {
-    return this.inTransaction((trx) => work(new EventStore(trx)));
+    if (this.db.isTransaction || poolOf(this.db) === undefined) return this.inTransaction((trx) => work(EventStore.onTransaction(trx, this.copyClient)));
+    return withPinnedConnection(this.db, ({ client, db }) => db.transaction().execute((trx) => work(EventStore.onTransaction(trx, client))));
+  }
+
+  /** A store on a transaction, able to `COPY` when it knows the connection under it. */
+  private static onTransaction(trx: Kysely<DB>, client: pg.PoolClient | undefined): EventStore {
+    const store = new EventStore(trx);
+    store.copyClient = client;
+    return store;
   }
 
   /** `work` in a transaction: a new one, or the one this store is already bound to. */
   private inTransaction<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.db.isTransaction ? work(this.db) : this.db.transaction().execute(work);
   }
+}
+
+/** Each session's first and last seq among the rows. */
+function sessionSpans(rows: EventRows): SessionSpans {
+  const spans = new Map<string, { first: number; last: number }>();
+  rows.sessionIds.forEach((sessionId, index) => {
+    const seq = rows.seqs[index]!;
+    const span = spans.get(sessionId);
+    if (span === undefined) spans.set(sessionId, { first: seq, last: seq });
+    else span.last = Math.max(span.last, seq);
+  });
+  const result: SessionSpans = { sessionIds: [], firstSeqs: [], lastSeqs: [] };
+  for (const [sessionId, span] of spans) {
+    result.sessionIds.push(sessionId);
+    result.firstSeqs.push(span.first);
+    result.lastSeqs.push(span.last);
+  }
+  return result;
 }
 
 /** `count` items encoded a slice at a time, lazily. */

@@ -4,8 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { JsonFloat, type JsonValue } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
 import { ConcurrencyError } from '../../src/store/concurrency-error.js';
+import { encodeEvent } from '../../src/store/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { InvalidEventError } from '../../src/store/invalid-event-error.js';
+import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 const testDb = useTestDatabase();
@@ -145,6 +147,39 @@ describe('append', () => {
     expect(copied).toHaveLength(300);
     expect(copied).toEqual(inserted);
     expect((await readAll(large)).map((stored) => stored.event)).toEqual(events);
+  });
+
+  it('stores sequenced rows of a transaction (through COPY) exactly as one statement stores them', async () => {
+    const tricky = (i: number): JsonValue => ({
+      kind: 'llm_completed',
+      turn: i,
+      message: { content: `tab\there, line\nbreak, back\\slash, nul \u0000, surrogate \ud800 ${i}`, score: new JsonFloat('1.50') },
+    });
+    // Three sessions interleaved, 300 rows: more than one statement's worth, so COPY.
+    const rowsFor = (prefix: string) => {
+      const rows = emptyRows();
+      for (let i = 0; i < 300; i++) pushRow(rows, `${prefix}-${i % 3}`, Math.floor(i / 3), encodeEvent(tricky(i), {}));
+      return rows;
+    };
+    await store().transaction((transaction) => transaction.appendSequenced(rowsFor('seq-copy')));
+    await testDb.db.transaction().execute((trx) => new EventStore(trx).appendSequenced(rowsFor('seq-insert')));
+    const stored = (prefix: string) =>
+      sql<{ session: string; seq: number; kind: string; turn: number; payload: string; payload_text: string | null; validated: boolean }>`
+        SELECT right(session_id, 1) AS session, seq, kind, turn, payload::text AS payload, payload_text, validated FROM session_events
+        WHERE session_id LIKE ${`${prefix}-%`} ORDER BY session_id, seq`.execute(testDb.db);
+    const [copied, inserted] = [(await stored('seq-copy')).rows, (await stored('seq-insert')).rows];
+    expect(copied).toHaveLength(300);
+    expect(copied).toEqual(inserted);
+    expect(await store().lastSeq('seq-copy-2')).toBe(99);
+
+    // A session that does not continue its stored log: nothing of the transaction is kept.
+    const clash = rowsFor('seq-clash');
+    await store().append('seq-clash-1', [{ kind: 'page_in', turn: 1, entry_count: 1 }]);
+    const attempt = store().transaction((transaction) => transaction.appendSequenced(clash));
+    await expect(attempt).rejects.toBeInstanceOf(ConcurrencyError);
+    await expect(attempt).rejects.toThrow(/seq-clash-1/);
+    expect(await countRows('seq-clash-0')).toBe(0);
+    expect(await countRows('seq-clash-1')).toBe(1);
   });
 
   it('returns nothing and stores nothing for an empty batch', async () => {

@@ -3,6 +3,7 @@ import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { EncodedEvent } from '../encode-event.js';
+import type { EventRows } from './event-rows.js';
 
 /** The columns an append writes, as `COPY` takes them. */
 const COPY_EVENTS = 'COPY session_events (session_id, seq, kind, turn, payload, payload_text, validated) FROM STDIN';
@@ -14,39 +15,49 @@ export function copyField(value: string): string {
   return text;
 }
 
-/** Events of one session from `firstSeq` on, as lines of COPY's text format. */
-function eventLines(sessionId: string, firstSeq: number, events: readonly EncodedEvent[]): string {
+/** One row of `session_events` as a line of COPY's text format. */
+function eventLine(session: string, seq: number, kind: string, turn: number | null, payload: string, exactText: string | null): string {
+  const turnField = turn === null ? '\\N' : String(turn);
+  const exactField = exactText === null ? '\\N' : copyField(exactText);
+  return `${session}\t${seq}\t${copyField(kind)}\t${turnField}\t${copyField(payload)}\t${exactField}\tt\n`;
+}
+
+/** Events of one session from `firstSeq` on, a slice at a time, as COPY text. */
+export function* sessionEventsText(sessionId: string, firstSeq: number, slices: Iterable<readonly EncodedEvent[]>): Generator<string> {
   const session = copyField(sessionId);
-  let text = '';
-  events.forEach((event, index) => {
-    const turn = event.turn === null ? '\\N' : String(event.turn);
-    const exact = event.payloadText === null ? '\\N' : copyField(event.payloadText);
-    text += `${session}\t${firstSeq + index}\t${copyField(event.kind)}\t${turn}\t${copyField(event.payload)}\t${exact}\tt\n`;
-  });
-  return text;
+  let seq = firstSeq;
+  for (const slice of slices) {
+    let text = '';
+    for (const event of slice) text += eventLine(session, seq++, event.kind, event.turn, event.payload, event.payloadText);
+    yield text;
+  }
+}
+
+/** Rows of any sessions, `sliceSize` at a time, as COPY text. */
+export function* eventRowsText(rows: EventRows, sliceSize: number): Generator<string> {
+  for (let from = 0; from < rows.seqs.length; from += sliceSize) {
+    let text = '';
+    for (let i = from; i < Math.min(rows.seqs.length, from + sliceSize); i++) {
+      text += eventLine(copyField(rows.sessionIds[i]!), rows.seqs[i]!, rows.kinds[i]!, rows.turns[i]!, rows.payloads[i]!, rows.payloadTexts[i]!);
+    }
+    yield text;
+  }
 }
 
 /**
- * Streams one session's events into `session_events` with `COPY` on `client` (inside the
- * caller's transaction), a slice at a time: the server stores a slice while the next is
+ * Streams rows into `session_events` with `COPY` on `client` (inside the caller's
+ * transaction), a slice of text at a time: the server stores a slice while the next is
  * encoded. `COPY` inserts rows in bulk, about twice as fast as `INSERT … SELECT` for large
- * appends. When `encode` throws, the `COPY` is cancelled and the error rethrown.
+ * appends. When making a slice throws, the `COPY` is cancelled and the error rethrown.
  */
-export async function copyEvents(
-  client: pg.PoolClient,
-  sessionId: string,
-  firstSeq: number,
-  slices: Iterable<readonly EncodedEvent[]>,
-): Promise<void> {
+export async function copyEvents(client: pg.PoolClient, slices: Iterable<string>): Promise<void> {
   const stream = client.query(copyFrom(COPY_EVENTS));
   const finished = once(stream, 'finish');
   finished.catch(() => {});
-  let seq = firstSeq;
   try {
-    for (const slice of slices) {
-      if (!stream.write(eventLines(sessionId, seq, slice))) await once(stream, 'drain');
-      seq += slice.length;
-      // Let the driver take the server's answers and send this slice before the next is encoded.
+    for (const text of slices) {
+      if (!stream.write(text)) await once(stream, 'drain');
+      // Let the driver take the server's answers and send this slice before the next is made.
       await setImmediate();
     }
   } catch (error) {
