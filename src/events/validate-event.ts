@@ -1,6 +1,6 @@
 import { JsonFloat, isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
 import { hasUnstorableChar } from '../json/storable-json.js';
-import { COMPILED_KINDS, type CompiledField, type ValueType } from './event-schema.js';
+import { COMPILED_KINDS, type CompiledField, type CompiledShape, type ValueType } from './event-schema.js';
 import type { SessionEvent } from './session-event.js';
 
 /**
@@ -94,6 +94,32 @@ const SNAKE_CASE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
  * ```
  */
 export function validateEvent(value: JsonValue, options?: ValidateEventOptions): SessionEvent {
+  const shape = checkShape(value, options);
+  const event = shallowCopy(value as JsonObject);
+  const defaults = shape?.defaults ?? [];
+  for (let i = 0; i < defaults.length; i++) {
+    const field = defaults[i] as CompiledField;
+    if (event[field.name] === undefined) event[field.name] = (field.makeDefault as () => JsonValue)();
+  }
+  return event as SessionEvent;
+}
+
+/**
+ * Checks one parsed event exactly as {@link validateEvent} does, without making the event:
+ * its kind and turn, all a writer needs that stores the event's own JSON text.
+ *
+ * @example
+ * ```ts
+ * checkEvent(parseJson('{"kind": "page_in", "turn": 3, "entry_count": 2}')); // { kind: 'page_in', turn: 3 }
+ * ```
+ */
+export function checkEvent(value: JsonValue, options?: ValidateEventOptions): { kind: string; turn: number | null } {
+  checkShape(value, options);
+  return { kind: (value as JsonObject)['kind'] as string, turn: eventTurn(value as SessionEvent) };
+}
+
+/** Throws {@link EventValidationError} unless `value` is a valid event; its checked shape (null for a kind the contract does not name). */
+function checkShape(value: JsonValue, options: ValidateEventOptions | undefined): CompiledShape | null {
   if (!isJsonObject(value)) {
     throw new EventValidationError([{ field: '', message: `expected an object, got ${describe(value)}` }], undefined);
   }
@@ -114,7 +140,7 @@ export function validateEvent(value: JsonValue, options?: ValidateEventOptions):
       message = `expected a snake_case string such as "tool_gated", got the string ${quote(kind)}`;
     }
     if (message !== null) throw new EventValidationError([{ field: 'kind', message }], kind);
-    return shallowCopy(value) as SessionEvent;
+    return null;
   }
 
   const shape =
@@ -129,13 +155,7 @@ export function validateEvent(value: JsonValue, options?: ValidateEventOptions):
     throw new EventValidationError(issues, kind);
   }
 
-  const event = shallowCopy(value);
-  const defaults = shape.defaults;
-  for (let i = 0; i < defaults.length; i++) {
-    const field = defaults[i] as CompiledField;
-    if (event[field.name] === undefined) event[field.name] = (field.makeDefault as () => JsonValue)();
-  }
-  return event as SessionEvent;
+  return shape;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { EventValidationError, eventTurn, validateEvent } from '../events/validate-event.js';
+import { checkEvent, EventValidationError } from '../events/validate-event.js';
 import type { JsonValue } from '../json/json-value.js';
 import { hasUnstorableChar, storableSourceText, toStorableJson } from '../json/storable-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
@@ -30,15 +30,15 @@ export interface EncodeOptions {
  * ```
  */
 export function encodeEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions = {}, sourceText?: string): EncodedEvent {
-  let event;
+  let checked;
   try {
-    event = validateEvent(value, options);
+    checked = checkEvent(value, options);
   } catch (error) {
     if (error instanceof EventValidationError) throw InvalidEventError.fromValidation(origin, error);
     throw error;
   }
   const { payload, exactText } = (sourceText === undefined ? undefined : storableSourceText(sourceText)) ?? storable(value, origin);
-  return { kind: event.kind, turn: eventTurn(event), payload, payloadText: exactText };
+  return { kind: checked.kind, turn: checked.turn, payload, payloadText: exactText };
 }
 
 function storable(value: JsonValue, origin: EventOrigin): ReturnType<typeof toStorableJson> {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { COMPILED_KINDS, snapshotFieldsOf } from '../../src/events/event-schema.js';
 import { KNOWN_EVENT_KIND_LIST, type KnownEventKind } from '../../src/events/session-event.js';
 import {
+  checkEvent,
   EventValidationError,
   eventTurn,
   validateEvent,
@@ -719,5 +720,29 @@ describe('eventTurn', () => {
     for (const turn of [undefined, -1, U32_MAX + 1, 2n, new JsonFloat('7.0'), 7.5, '7', null, true, -0]) {
       expect(turnOf(turn)).toBeNull();
     }
+  });
+});
+
+describe('checkEvent', () => {
+  it('checks as validateEvent does and gives its kind and turn, without making the event', () => {
+    const valid = [...KNOWN_EVENT_KIND_LIST.flatMap((kind) => [exampleEvent(kind), exampleEvent(kind, 'minimal')]), { kind: 'workflow_completed', turn: 7 }];
+    for (const event of valid) {
+      const validated = validateEvent(event);
+      expect(checkEvent(event)).toEqual({ kind: validated.kind, turn: eventTurn(validated) });
+    }
+    for (const c of invalidCases) {
+      const refusal = (check: (event: JsonValue) => unknown) => {
+        try {
+          check(c.event);
+        } catch (error) {
+          return error;
+        }
+        throw new Error(`${c.kind}: ${c.what} was accepted`);
+      };
+      const checked = refusal(checkEvent);
+      expect(checked).toBeInstanceOf(EventValidationError);
+      expect((checked as Error).message).toBe((refusal(validateEvent) as Error).message);
+    }
+    expect(() => checkEvent({ kind: 'workflow_completed' }, { strict: true })).toThrow(/unknown kind/);
   });
 });
