@@ -203,6 +203,10 @@ export class Projector {
           if (result.windowCount === 0) {
             this.emit({ type: 'idle', role: 'leader' });
             await idle(this.options.pollIntervalMs);
+          } else if (listener !== undefined && result.windowCount < this.options.batchSize) {
+            // The batch took all there was: what was appended meanwhile was notified, so wait
+            // for that rather than look again at once.
+            await idle(this.options.pollIntervalMs);
           }
         } catch (error) {
           if (error instanceof LeaseLostError) {
