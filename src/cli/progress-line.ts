@@ -1,5 +1,8 @@
+import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
-import cliProgress, { type Options, type Params } from 'cli-progress';
+import type { Options, Params, SingleBar } from 'cli-progress';
+
+const require = createRequire(import.meta.url);
 
 interface Payload {
   detail: string;
@@ -24,21 +27,23 @@ interface Payload {
  * ```
  */
 export class ProgressLine {
-  private readonly bar: cliProgress.SingleBar;
+  private readonly bar: SingleBar;
   private started = false;
 
   constructor(
     private readonly stream: Writable & { isTTY?: boolean },
     label: string,
   ) {
-    this.bar = new cliProgress.SingleBar({
+    // Loaded by the commands that draw one, not by every start of the CLI.
+    const { Format, SingleBar } = require('cli-progress') as typeof import('cli-progress');
+    this.bar = new SingleBar({
       stream,
       clearOnComplete: true,
       barsize: 30,
       barCompleteChar: '█',
       barIncompleteChar: '░',
       format: (options: Options, params: Params, payload: Payload) =>
-        payload.bar ? cliProgress.Format.Formatter({ ...options, format: `${label} {bar} {percentage}% | {detail} | ETA {eta_formatted}` }, params, payload) : `${label}: ${payload.detail}`,
+        payload.bar ? Format.Formatter({ ...options, format: `${label} {bar} {percentage}% | {detail} | ETA {eta_formatted}` }, params, payload) : `${label}: ${payload.detail}`,
     });
   }
 

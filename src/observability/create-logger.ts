@@ -1,6 +1,8 @@
+import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 import { type Logger, pino } from 'pino';
-import { prettyFactory } from 'pino-pretty';
+
+const require = createRequire(import.meta.url);
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -33,6 +35,8 @@ export function createLogger(options: LoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (format === 'json') return pino(settings, options.stream);
+  // Loaded only for a human reader: JSON logs start without it.
+  const { prettyFactory } = require('pino-pretty') as typeof import('pino-pretty');
   // The message says it all (see ProjectorLog); the fields are for machines.
   const pretty = prettyFactory({ colorize: Boolean(options.stream.isTTY), translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l', ignore: 'pid,hostname', hideObject: true });
   return pino(settings, { write: (line: string) => options.stream.write(pretty(line)) });

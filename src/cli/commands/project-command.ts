@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
 import type { DB } from '../../db/schema.js';
 import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
-import { type ProjectorMonitor, startProjectorMonitor } from '../../observability/projector-monitor.js';
+import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
 import { ProjectorLog } from '../../observability/projector-log.js';
 import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
 import { DEFAULT_BATCH_SIZE, Projector } from '../../projector/projector.js';
@@ -225,6 +225,8 @@ async function project(db: Kysely<DB>, { url, flags, settings, log, io, signal }
 /** Starts the metrics and health server; a port in use is the user's to fix. */
 async function serveMonitor(db: Kysely<DB>, owner: string, settings: ProjectSettings, port: number, log: Logger): Promise<ProjectorMonitor> {
   const host = settings.metricsHost;
+  // Loaded only here: a daemon without metrics (project --once) starts without prom-client.
+  const { startProjectorMonitor } = await import('../../observability/projector-monitor.js');
   try {
     const monitor = await startProjectorMonitor({ db, projection: osSnapshotProjection.name, owner, host, port, leaseTtlMs: settings.leaseTtl, pollIntervalMs: settings.pollInterval, log });
     log.info({ event: 'listening', url: monitor.url }, `serving /metrics, /healthz and /readyz on ${monitor.url}`);
