@@ -1,9 +1,6 @@
 import type { Projection } from '../../src/projector/projection.js';
-import { applyOsSnapshotEventsSql, clearOsSnapshotSql } from './sql/apply-os-snapshot-events.js';
+import { clearOsSnapshotSql, osSnapshotFoldSql, RECORD_KINDS } from './sql/apply-os-snapshot-events.js';
 import { OS_SNAPSHOT_PROJECTION } from './stored-os-snapshot.js';
-
-/** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
-const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
 
 /**
  * The OS audit snapshot as SQL tables (`os_snapshots`, `os_processes`, `os_signals`,
@@ -14,7 +11,7 @@ export const osSnapshotProjection: Projection = {
   sessionHeads: 'os_snapshots',
   readsPayloadOf: RECORD_KINDS,
   problemFunction: 'os_snapshot_event_problem',
-  foldBatchSql: () => applyOsSnapshotEventsSql(),
+  foldSql: osSnapshotFoldSql,
   async clear(db) {
     for (const statement of clearOsSnapshotSql()) await statement.execute(db);
   },

@@ -4,10 +4,10 @@ import type { DB } from '../db/schema.js';
 /**
  * A projection the projector keeps up to date: SQL tables folded from the event log.
  *
- * The projector reads new events in batches into a temporary table `os_audit_batch`
- * (columns `position`, `session_id`, `seq`, `kind`, `payload` — set only for the kinds in
- * {@link readsPayloadOf} — `recorded_at` and `problem`), each session's events contiguous and
- * continuing where the projection left it; the projection folds that table into its own.
+ * The projector reads new events in batches (columns `session_id`, `seq`, `kind`,
+ * `recorded_at`, `payload` — set only for the kinds in {@link readsPayloadOf} — and
+ * `problem`), each session's events contiguous and continuing where the projection left it;
+ * the projection folds a batch into its own tables.
  */
 export interface Projection {
   /** The name of its checkpoint, lease and errors. */
@@ -22,11 +22,20 @@ export interface Projection {
    */
   readonly problemFunction: 'os_snapshot_event_problem';
   /**
-   * The statement that folds the rows of `os_audit_batch` whose `problem` is NULL into the
-   * projection's tables. It takes no parameters: the projector prepares it once per connection
-   * for small batches, where planning it would cost more than running it.
+   * Its fold, as common table expressions (`name AS (…), …`, writing with `INSERT … ON
+   * CONFLICT`) over the relation `events`: the rows whose `problem` is NULL are folded, every
+   * row moves its session's `last_seq`. The projector puts them in one statement after its own
+   * expressions (named `batch_…`), reading either its batch table or a window of the log
+   * straight from `session_events`. They take no parameters: the projector prepares the fold
+   * of its batch table once per connection, for live batches, where planning would cost more
+   * than running it.
+   *
+   * @example
+   * ```ts
+   * foldSql: (events) => sql`per_session AS (SELECT session_id, max(seq) AS last_seq FROM ${events} AS e GROUP BY session_id), …`
+   * ```
    */
-  foldBatchSql(): RawBuilder<unknown>;
+  foldSql(events: RawBuilder<unknown>): RawBuilder<unknown>;
   /** Removes all the projection wrote (a rebuild starts from there). */
   clear(db: Kysely<DB>): Promise<void>;
 }

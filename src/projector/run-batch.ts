@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PinnedConnection } from '../db/pinned-connection.js';
 import { type PreparedStatement, preparedStatement } from '../db/prepared-statement.js';
 import type { DB } from '../db/schema.js';
@@ -15,6 +15,8 @@ import {
   defaultPlannerSettingsSql,
   createBatchTableSql,
   fillBatchSql,
+  foldBatchSql,
+  foldWindowSql,
   inspectBatchSql,
   measureBatchSql,
   moveCheckpointSql,
@@ -55,6 +57,10 @@ export interface BatchResult {
  * locks) the lease, reads the window after the checkpoint, folds it, and moves the checkpoint
  * by compare-and-set in the same transaction. A few statements, whatever the batch size.
  *
+ * The window is first folded in one statement straight from the log ({@link foldWindowSql});
+ * when it is not that simple (a poison event, a hole, events committed out of order), it goes
+ * through the batch table, step by step.
+ *
  * Throws {@link ProjectionHaltedError} on a poison event (unless `skipInvalid`) or a hole in
  * a log, {@link CheckpointMovedError} when another writer got there first, and
  * `LeaseLostError` when the lease is gone; the caller rolls the transaction back.
@@ -71,11 +77,21 @@ export async function runBatch(
   if (start === undefined) throw new Error(`projection ${projection.name} has no checkpoint row: run os-audit migrate`);
   if (!start.renewed) throw new LeaseLostError(projection.name, held.owner, held.epoch);
   const from: Checkpoint = { transactionId: start.transaction_id, position: start.position };
+  // Both kept for the connection's next batches, live ones in one trip included.
   if (!start.has_batch_table) await createBatchTableSql().execute(db);
+  if (!start.has_prepared_fold) await fold.prepare.execute(db);
+
+  const direct = await underSavepoint(db, foldWindowSql(projection, from, options.batchSize));
+  const window = 'rows' in direct ? direct.rows[0]! : undefined;
+  if (window?.window_count === 0) return { windowCount: 0, eventsApplied: 0, skipped: 0, checkpoint: from };
+  if (window?.folded && window.end_transaction_id !== null && window.end_position !== null) {
+    const to: Checkpoint = { transactionId: window.end_transaction_id, position: window.end_position };
+    await moveCheckpoint(db, projection, from, to, window.window_count, held);
+    return { windowCount: window.window_count, eventsApplied: window.window_count, skipped: 0, checkpoint: to };
+  }
+
   await fillBatchSql(projection, from, options.batchSize).execute(db);
   const extent = (await measureBatchSql(start).execute(db)).rows[0]!;
-  // Planned now that the planner has its own settings back.
-  if (!start.has_prepared_fold) await fold.prepare.execute(db);
   if (extent.window_count === 0 || extent.end_transaction_id === null || extent.end_position === null) {
     return { windowCount: 0, eventsApplied: 0, skipped: 0, checkpoint: from };
   }
@@ -84,22 +100,26 @@ export async function runBatch(
   if (extent.incomplete || extent.has_poison) inspection = (await inspectBatchSql().execute(db)).rows[0]!;
   stopOnHole(projection, inspection);
   let skipped = await setPoisonAside(db, projection, inspection, options);
-  const foldBatch = inspection.batch_count <= PREPARED_FOLD_UP_TO ? fold.execute : projection.foldBatchSql();
-  const refused = await tryFold(db, foldBatch);
-  if (refused !== undefined) {
+  const foldBatch = inspection.batch_count <= PREPARED_FOLD_UP_TO ? fold.execute : foldBatchSql(projection);
+  const folded = await underSavepoint(db, foldBatch);
+  if ('refused' in folded) {
     // A row marked as checked at the door could not be folded: check every row, then retry.
     await recheckBatchSql(projection).execute(db);
     inspection = (await inspectBatchSql().execute(db)).rows[0]!;
-    if (inspection.poison === null) throw refused;
+    if (inspection.poison === null) throw folded.refused;
     skipped = await setPoisonAside(db, projection, inspection, options);
     await foldBatch.execute(db);
   }
 
   const to: Checkpoint = { transactionId: extent.end_transaction_id, position: extent.end_position };
-  const target = checkpointTargetSql(to, inspection.batch_count - skipped);
-  const moved = await moveCheckpointSql(projection.name, from, target, held).execute(db);
-  if (moved.rows.length !== 1) throw new CheckpointMovedError(projection.name);
+  await moveCheckpoint(db, projection, from, to, inspection.batch_count - skipped, held);
   return { windowCount: extent.window_count, eventsApplied: inspection.batch_count - skipped, skipped, checkpoint: to };
+}
+
+/** Moves the checkpoint from `from` to `to` under the lease, or throws {@link CheckpointMovedError}. */
+async function moveCheckpoint(db: Kysely<DB>, projection: Projection, from: Checkpoint, to: Checkpoint, eventsApplied: number, held: HeldLease): Promise<void> {
+  const moved = await moveCheckpointSql(projection.name, from, checkpointTargetSql(to, eventsApplied), held).execute(db);
+  if (moved.rows.length !== 1) throw new CheckpointMovedError(projection.name);
 }
 
 function stopOnHole(projection: Projection, inspection: BatchInspection): void {
@@ -129,17 +149,20 @@ async function setPoisonAside(db: Kysely<DB>, projection: Projection, inspection
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** Folds the batch; when its data made the database refuse, folds nothing and returns the error. */
-async function tryFold(db: Kysely<DB>, foldBatch: RawBuilder<unknown>): Promise<unknown> {
+/**
+ * Runs a statement that folds events; when their data made the database refuse, writes nothing
+ * and returns the error.
+ */
+async function underSavepoint<T>(db: Kysely<DB>, statement: RawBuilder<T>): Promise<{ rows: T[] } | { refused: unknown }> {
   await sql`SAVEPOINT os_audit_apply`.execute(db);
   try {
-    await foldBatch.execute(db);
+    const { rows } = await statement.execute(db);
     await sql`RELEASE SAVEPOINT os_audit_apply`.execute(db);
-    return undefined;
+    return { rows };
   } catch (error) {
     if (!isDataException(error)) throw error;
     await sql`ROLLBACK TO SAVEPOINT os_audit_apply`.execute(db);
-    return error;
+    return { refused: error };
   }
 }
 
@@ -154,7 +177,7 @@ const folds = new WeakMap<Projection, PreparedStatement>();
 /** The projection's fold of the batch table as a prepared statement (see {@link PREPARED_FOLD_UP_TO}). */
 function foldStatement(db: Kysely<DB>, projection: Projection): PreparedStatement {
   let fold = folds.get(projection);
-  if (fold === undefined) folds.set(projection, (fold = preparedStatement(db, `${projection.name}_fold`, projection.foldBatchSql())));
+  if (fold === undefined) folds.set(projection, (fold = preparedStatement(db, `${projection.name}_fold`, foldBatchSql(projection))));
   return fold;
 }
 

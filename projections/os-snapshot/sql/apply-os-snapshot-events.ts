@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 
-/** The batch table the projector fills (see src/projector/projection.ts). */
-export const BATCH_TABLE = sql`os_audit_batch`;
+/** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
+export const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
 
 /**
  * The whole log, unchecked, as the events of {@link applyOsSnapshotEventsSql}: folded into
@@ -18,12 +18,27 @@ export const WHOLE_LOG = sql`(SELECT session_id, seq, kind, recorded_at, payload
  * session's `last_seq`.
  *
  * `events` is a relation with the columns `session_id`, `seq`, `kind`, `recorded_at`,
- * `payload` and `problem`, each session's events following its last folded one: the batch
- * table, or (for the set-based limit and a rebuild from empty tables) the whole log.
+ * `payload` and `problem`, each session's events following its last folded one: a batch of
+ * the projector, or (for the set-based limit) the whole log.
+ *
+ * @example
+ * ```ts
+ * await applyOsSnapshotEventsSql(WHOLE_LOG).execute(trx); // into empty tables
+ * ```
  */
-export function applyOsSnapshotEventsSql(events: RawBuilder<unknown> = BATCH_TABLE): RawBuilder<unknown> {
+export function applyOsSnapshotEventsSql(events: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`WITH ${osSnapshotFoldSql(events)} SELECT (SELECT count(*) FROM snapshots) AS sessions`;
+}
+
+/**
+ * The fold of {@link applyOsSnapshotEventsSql} as its common table expressions (`events`,
+ * `per_session`, `records`, …, `snapshots`, `processes`, `signals`, `budgets`), for a statement
+ * that puts its own before them (see `Projection.foldSql`). The rows the snapshot reads the
+ * body of are picked out once (`records`), so that each table of the snapshot reads only those.
+ */
+export function osSnapshotFoldSql(events: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
-    WITH events AS NOT MATERIALIZED (SELECT session_id, seq, kind, recorded_at, payload, problem FROM ${events} AS source),
+    events AS NOT MATERIALIZED (SELECT session_id, seq, kind, recorded_at, payload, problem FROM ${events} AS source),
     per_session AS (
       SELECT session_id,
         max(seq) AS last_seq,
@@ -33,11 +48,21 @@ export function applyOsSnapshotEventsSql(events: RawBuilder<unknown> = BATCH_TAB
         count(*) FILTER (WHERE kind = 'memory_written') AS memory_written_count,
         count(*) FILTER (WHERE kind = 'memory_queried') AS memory_queried_count,
         count(*) FILTER (WHERE kind = 'memory_validation_failed') AS memory_validation_failed_count,
-        count(*) FILTER (WHERE kind = 'memory_retrieval_result') AS memory_retrieval_result_count,
-        max(seq) FILTER (WHERE kind = 'suspended' AND problem IS NULL) AS suspend_seq,
-        max(seq) FILTER (WHERE kind = 'resumed' AND problem IS NULL) AS resume_seq
+        count(*) FILTER (WHERE kind = 'memory_retrieval_result') AS memory_retrieval_result_count
       FROM events
       GROUP BY session_id
+    ),
+    records AS MATERIALIZED (
+      SELECT session_id, seq, kind, recorded_at, payload FROM events
+      WHERE kind IN (${sql.join(RECORD_KINDS.map((kind) => sql.lit(kind)))}) AND problem IS NULL
+    ),
+    last_suspend AS (
+      SELECT DISTINCT ON (session_id) session_id, seq, recorded_at, payload FROM records
+      WHERE kind = 'suspended' ORDER BY session_id, seq DESC
+    ),
+    last_resume AS (
+      SELECT DISTINCT ON (session_id) session_id, seq, payload FROM records
+      WHERE kind = 'resumed' ORDER BY session_id, seq DESC
     ),
     snapshots AS (
       INSERT INTO os_snapshots AS s (
@@ -55,8 +80,8 @@ export function applyOsSnapshotEventsSql(events: RawBuilder<unknown> = BATCH_TAB
         a.memory_queried_count, a.memory_validation_failed_count, a.memory_retrieval_result_count,
         a.last_seq, now()
       FROM per_session a
-      LEFT JOIN events su ON su.session_id = a.session_id AND su.seq = a.suspend_seq
-      LEFT JOIN events re ON re.session_id = a.session_id AND re.seq = a.resume_seq
+      LEFT JOIN last_suspend su ON su.session_id = a.session_id
+      LEFT JOIN last_resume re ON re.session_id = a.session_id
       ON CONFLICT (session_id) DO UPDATE SET
         last_suspend_seq = coalesce(excluded.last_suspend_seq, s.last_suspend_seq),
         last_suspend_turn = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_turn ELSE excluded.last_suspend_turn END,
@@ -86,8 +111,8 @@ export function applyOsSnapshotEventsSql(events: RawBuilder<unknown> = BATCH_TAB
         b.payload ->> 'isolation', b.payload ->> 'context_inheritance', b.payload ->> 'result_termination',
         ARRAY(SELECT jsonb_array_elements_text(coalesce(b.payload -> 'permitted_capability_ids', '[]'))),
         now()
-      FROM events b
-      WHERE b.kind = 'agent_process_changed' AND b.problem IS NULL
+      FROM records b
+      WHERE b.kind = 'agent_process_changed'
       WINDOW agent AS (PARTITION BY b.session_id, b.payload ->> 'agent_id')
       ORDER BY b.session_id, b.payload ->> 'agent_id', b.seq DESC
       ON CONFLICT (session_id, agent_id) DO UPDATE SET
@@ -107,18 +132,17 @@ export function applyOsSnapshotEventsSql(events: RawBuilder<unknown> = BATCH_TAB
       INSERT INTO os_signals (session_id, seq, turn, signal_id, disposition, queue_depth)
       SELECT session_id, seq, (payload ->> 'turn')::bigint, payload ->> 'signal_id', payload ->> 'disposition',
              (payload ->> 'queue_depth')::bigint
-      FROM events
-      WHERE kind = 'signal_disposed' AND problem IS NULL
+      FROM records
+      WHERE kind = 'signal_disposed'
       RETURNING 1
     ),
     budgets AS (
       INSERT INTO os_budget_exceeded (session_id, seq, turn, budget)
       SELECT session_id, seq, (payload ->> 'turn')::bigint, payload ->> 'budget'
-      FROM events
-      WHERE kind = 'budget_exceeded' AND problem IS NULL
+      FROM records
+      WHERE kind = 'budget_exceeded'
       RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM snapshots) AS sessions`;
+    )`;
 }
 
 /** Empties the snapshot tables, for a rebuild inside one transaction (readers keep the old rows until it commits). */

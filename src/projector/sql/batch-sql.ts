@@ -5,17 +5,34 @@ import type { Projection } from '../projection.js';
 import { renewLeaseSql } from './lease-sql.js';
 
 /**
- * The columns of a batch row, from an event `e` of `session_events` and the session's last
- * folded seq: the body only for the kinds the projection reads, and why it cannot read the
- * event. Events stored by os-audit's own writers were checked at the door (`validated`);
- * only the others are checked here.
+ * The columns of a batch row from an event `e` of `session_events`: the body only for the
+ * kinds the projection reads, and why it cannot read the event. Events stored by os-audit's
+ * own writers were checked at the door (`validated`); only the others are checked here.
  */
-function batchColumns(projection: Projection, prevSeq: RawBuilder<unknown>): RawBuilder<unknown> {
+function eventColumns(projection: Projection): RawBuilder<unknown> {
   const reads = sql.join(projection.readsPayloadOf);
   return sql`
-    e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at, ${prevSeq} AS prev_seq,
+    e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at,
     CASE WHEN e.kind IN (${reads}) THEN e.payload END AS payload,
     CASE WHEN NOT e.validated AND e.kind IN (${reads}) THEN ${sql.ref(projection.problemFunction)}(e.kind, e.payload) END AS problem`;
+}
+
+/** The batch table's columns in the order of {@link eventColumns}, then the session's last folded seq. */
+const BATCH_ROW = sql`os_audit_batch (transaction_id, position, session_id, seq, kind, recorded_at, payload, problem, prev_seq)`;
+
+/**
+ * The events after a checkpoint, up to `limit`, in (transaction id, position) order, of
+ * transactions older than every transaction still in progress. Identity values are handed out
+ * at insert but become visible at commit; below that horizon nothing can commit any more, so
+ * reading there never skips an event committed out of position order.
+ */
+function windowSql(after: Checkpoint, limit: number): RawBuilder<unknown> {
+  return sql`
+    SELECT * FROM session_events
+    WHERE (transaction_id, position) > (${after.transactionId}::xid8, ${after.position}::bigint)
+      AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY transaction_id, position
+    LIMIT ${limit}`;
 }
 
 /** What a batch starts from: the lease renewed (or not), the checkpoint, the planner's settings. */
@@ -39,7 +56,8 @@ export interface BatchStart {
  * batch, which is then folded again; the event log itself is always written synchronously.
  * The planner cannot estimate the horizon and, without fresh statistics (right after a bulk
  * import), would sort the whole backlog for every batch; {@link measureBatchSql} gives it its
- * own settings back.
+ * own settings back. Sorts then cost so much on paper that the server would compile the
+ * statements of {@link foldWindowSql} with JIT, for longer than they run: no JIT in a batch.
  */
 export function beginBatchSql(
   projection: string,
@@ -57,7 +75,8 @@ export function beginBatchSql(
            to_regclass('pg_temp.os_audit_batch') IS NOT NULL AS has_batch_table,
            (${fold.isPrepared}) AS has_prepared_fold,
            set_config('enable_sort', 'off', true) IS NOT NULL AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL AS index_order,
-           set_config('synchronous_commit', 'off', true) IS NOT NULL AS commit_without_flush_wait
+           set_config('synchronous_commit', 'off', true) IS NOT NULL AS commit_without_flush_wait,
+           set_config('jit', 'off', true) IS NOT NULL AS no_jit
     FROM projection_checkpoints AS c, planner
     WHERE c.projection = ${projection}`;
 }
@@ -75,26 +94,64 @@ export function createBatchTableSql(): RawBuilder<unknown> {
 }
 
 /**
- * Fills the batch: up to `limit` events after the checkpoint, in (transaction id, position)
- * order, of transactions older than every transaction still in progress. Identity values are
- * handed out at insert but become visible at commit; below that horizon nothing can commit any
- * more, so reading there never skips an event committed out of position order. Each row
- * carries its session's last folded seq. A previous batch of the same transaction (a rebuild)
- * is cleared first.
+ * Fills the batch with the {@link windowSql window} after the checkpoint, each row with its
+ * session's last folded seq. A previous batch of the same transaction (a rebuild) is cleared
+ * first.
  */
 export function fillBatchSql(projection: Projection, after: Checkpoint, limit: number): RawBuilder<unknown> {
   return sql`
     WITH previous_batch AS (DELETE FROM os_audit_batch)
-    INSERT INTO os_audit_batch
-    SELECT ${batchColumns(projection, sql`coalesce(h.last_seq, -1)`)}
-    FROM (
-      SELECT * FROM session_events
-      WHERE (transaction_id, position) > (${after.transactionId}::xid8, ${after.position}::bigint)
-        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-      ORDER BY transaction_id, position
-      LIMIT ${limit}
-    ) AS e
+    INSERT INTO ${BATCH_ROW}
+    SELECT ${eventColumns(projection)}, coalesce(h.last_seq, -1)
+    FROM (${windowSql(after, limit)}) AS e
     LEFT JOIN ${sql.table(projection.sessionHeads)} AS h ON h.session_id = e.session_id`;
+}
+
+/** The projection's fold of the batch table, as one statement. */
+export function foldBatchSql(projection: Projection): RawBuilder<unknown> {
+  return sql`WITH ${projection.foldSql(sql`os_audit_batch`)} SELECT`;
+}
+
+/** What {@link foldWindowSql} did: where its window ends, and whether it folded it. */
+export interface WindowFold {
+  window_count: number;
+  end_transaction_id: string | null;
+  end_position: number | null;
+  /** The window was simple, and is folded; otherwise nothing was written. */
+  folded: boolean;
+}
+
+/**
+ * A batch in one statement straight from the log, without the batch table: reads the
+ * {@link windowSql window} after the checkpoint, requires what a batch needs to be folded as
+ * it is — each session's events following its last folded seq without a gap, none poison —
+ * and, only then, folds it with the projection's fold. A catch-up batch thus reads and
+ * aggregates its events once, in memory; a window that is not simple writes nothing, and the
+ * caller takes it through the batch table ({@link fillBatchSql} and what follows).
+ */
+export function foldWindowSql(projection: Projection, after: Checkpoint, limit: number): RawBuilder<WindowFold> {
+  const foldable = sql`(SELECT session_id, seq, kind, recorded_at, payload, problem FROM batch_window WHERE (SELECT simple FROM batch_extent))`;
+  return sql`
+    WITH batch_window AS MATERIALIZED (
+      SELECT ${eventColumns(projection)} FROM (${windowSql(after, limit)}) AS e
+    ),
+    batch_sessions AS (
+      SELECT session_id, count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq,
+             max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison
+      FROM batch_window GROUP BY session_id
+    ),
+    batch_extent AS MATERIALIZED (
+      SELECT coalesce(sum(b.events), 0)::bigint AS window_count, max(b.last_transaction_id) AS end_transaction_id,
+             coalesce(bool_and(b.first_seq = h.prev_seq + 1 AND b.last_seq - h.prev_seq = b.events AND NOT b.has_poison), true) AS simple
+      FROM batch_sessions AS b
+      CROSS JOIN LATERAL (
+        SELECT coalesce(max(last_seq), -1) AS prev_seq FROM ${sql.table(projection.sessionHeads)} WHERE session_id = b.session_id
+      ) AS h
+    ),
+    ${projection.foldSql(foldable)}
+    SELECT window_count, end_transaction_id::text AS end_transaction_id, simple AS folded,
+      (SELECT max(position) FROM batch_window WHERE transaction_id = x.end_transaction_id) AS end_position
+    FROM batch_extent AS x`;
 }
 
 /**
@@ -115,8 +172,8 @@ export function completeBatchSql(projection: Projection): RawBuilder<unknown> {
       GROUP BY session_id, prev_seq
       HAVING min(seq) <> prev_seq + 1 OR max(seq) - prev_seq <> count(*)
     )
-    INSERT INTO os_audit_batch
-    SELECT ${batchColumns(projection, sql`t.prev_seq`)}
+    INSERT INTO ${BATCH_ROW}
+    SELECT ${eventColumns(projection)}, t.prev_seq
     FROM incomplete AS t
     JOIN session_events AS e ON e.session_id = t.session_id AND e.seq > t.prev_seq AND e.seq <= t.target_seq
     WHERE NOT EXISTS (SELECT 1 FROM os_audit_batch AS b WHERE b.session_id = e.session_id AND b.seq = e.seq)`;
