@@ -1,5 +1,5 @@
 import type { Projection } from '../../src/projector/projection.js';
-import { clearOsSnapshotSql, osSnapshotFoldSql, RECORD_KINDS } from './sql/apply-os-snapshot-events.js';
+import { clearOsSnapshotSql, OS_SNAPSHOT_SESSION_AGGREGATES, osSnapshotFoldSql, RECORD_KINDS } from './sql/apply-os-snapshot-events.js';
 import { OS_SNAPSHOT_PROJECTION } from './stored-os-snapshot.js';
 
 /**
@@ -11,6 +11,7 @@ export const osSnapshotProjection: Projection = {
   sessionHeads: 'os_snapshots',
   readsPayloadOf: RECORD_KINDS,
   problemFunction: 'os_snapshot_event_problem',
+  sessionAggregates: OS_SNAPSHOT_SESSION_AGGREGATES,
   foldSql: osSnapshotFoldSql,
   async clear(db) {
     for (const statement of clearOsSnapshotSql()) await statement.execute(db);

@@ -2,12 +2,27 @@ import type { Kysely, RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.js';
 
 /**
+ * A batch of events as a projection folds it: two relations, in SQL.
+ */
+export interface EventBatchSql {
+  /**
+   * The events, or at least those of the kinds in {@link Projection.readsPayloadOf}:
+   * `session_id`, `seq`, `kind`, `recorded_at`, `payload` (set only for those kinds) and
+   * `problem` (why the projection cannot read the event).
+   */
+  events: RawBuilder<unknown>;
+  /**
+   * Each session of the batch once: `session_id`, `last_seq` (its highest seq) and the
+   * projection's {@link Projection.sessionAggregates}.
+   */
+  sessions: RawBuilder<unknown>;
+}
+
+/**
  * A projection the projector keeps up to date: SQL tables folded from the event log.
  *
- * The projector reads new events in batches (columns `session_id`, `seq`, `kind`,
- * `recorded_at`, `payload` — set only for the kinds in {@link readsPayloadOf} — and
- * `problem`), each session's events contiguous and continuing where the projection left it;
- * the projection folds a batch into its own tables.
+ * The projector reads new events in batches, each session's events contiguous and continuing
+ * where the projection left it; the projection folds a batch into its own tables.
  */
 export interface Projection {
   /** The name of its checkpoint, lease and errors. */
@@ -22,20 +37,32 @@ export interface Projection {
    */
   readonly problemFunction: 'os_snapshot_event_problem';
   /**
-   * Its fold, as common table expressions (`name AS (…), …`, writing with `INSERT … ON
-   * CONFLICT`) over the relation `events`: the rows whose `problem` is NULL are folded, every
-   * row moves its session's `last_seq`. The projector puts them in one statement after its own
-   * expressions (named `batch_…`), reading either its batch table or a window of the log
-   * straight from `session_events`. They take no parameters: the projector prepares the fold
-   * of its batch table once per connection, for live batches, where planning would cost more
-   * than running it.
+   * What it keeps per session of a batch, as aggregates over the batch's events (`kind`,
+   * `seq`, …) with their names: the projector computes them in the pass over the batch that
+   * checks it, and hands them to {@link foldSql} in `sessions`.
    *
    * @example
    * ```ts
-   * foldSql: (events) => sql`per_session AS (SELECT session_id, max(seq) AS last_seq FROM ${events} AS e GROUP BY session_id), …`
+   * sessionAggregates: sql`count(*) FILTER (WHERE kind = 'page_out') AS page_out_count`
    * ```
    */
-  foldSql(events: RawBuilder<unknown>): RawBuilder<unknown>;
+  readonly sessionAggregates: RawBuilder<unknown>;
+  /**
+   * Its fold, as common table expressions (`name AS (…), …`, writing with `INSERT … ON
+   * CONFLICT`) over a batch: the events whose `problem` is NULL are folded, every session
+   * moves to its `last_seq`. The projector puts them in one statement after its own
+   * expressions (named `batch_…`), over its batch table or a window of the log read straight
+   * from `session_events`. They take no parameters: the projector prepares the fold of its
+   * batch table once per connection, for live batches, where planning would cost more than
+   * running it.
+   *
+   * @example
+   * ```ts
+   * foldSql: ({ sessions }) => sql`heads AS (INSERT INTO my_heads SELECT session_id, last_seq FROM ${sessions} AS s
+   *   ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq RETURNING 1)`
+   * ```
+   */
+  foldSql(batch: EventBatchSql): RawBuilder<unknown>;
   /** Removes all the projection wrote (a rebuild starts from there). */
   clear(db: Kysely<DB>): Promise<void>;
 }

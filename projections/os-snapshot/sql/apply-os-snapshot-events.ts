@@ -1,14 +1,31 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { EventBatchSql } from '../../../src/projector/projection.js';
 
 /** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
 export const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
 
 /**
- * The whole log, unchecked, as the events of {@link applyOsSnapshotEventsSql}: folded into
- * empty tables, the set-based projection of everything in one statement (the limit the
- * benchmark compares the projector with).
+ * What the snapshot keeps per session of a batch, as aggregates over its events (`kind`), for
+ * the relation `sessions` of {@link osSnapshotFoldSql}: the counters.
  */
-export const WHOLE_LOG = sql`(SELECT session_id, seq, kind, recorded_at, payload, NULL::text AS problem FROM session_events)`;
+export const OS_SNAPSHOT_SESSION_AGGREGATES = sql`
+  count(*) FILTER (WHERE kind = 'page_out') AS page_out_count,
+  count(*) FILTER (WHERE kind = 'page_in') AS page_in_count,
+  count(*) FILTER (WHERE kind = 'tool_gated') AS tool_gated_count,
+  count(*) FILTER (WHERE kind = 'memory_written') AS memory_written_count,
+  count(*) FILTER (WHERE kind = 'memory_queried') AS memory_queried_count,
+  count(*) FILTER (WHERE kind = 'memory_validation_failed') AS memory_validation_failed_count,
+  count(*) FILTER (WHERE kind = 'memory_retrieval_result') AS memory_retrieval_result_count`;
+
+/**
+ * The whole log, unchecked, as a batch of {@link applyOsSnapshotEventsSql}: folded into empty
+ * tables, the set-based projection of everything in one statement (the limit the benchmark
+ * compares the projector with).
+ */
+export const WHOLE_LOG: EventBatchSql = {
+  events: sql`(SELECT session_id, seq, kind, recorded_at, payload, NULL::text AS problem FROM session_events)`,
+  sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${OS_SNAPSHOT_SESSION_AGGREGATES} FROM session_events GROUP BY session_id)`,
+};
 
 /**
  * Folds events into the snapshot tables in one statement, set-based: counters are added per
@@ -17,17 +34,16 @@ export const WHOLE_LOG = sql`(SELECT session_id, seq, kind, recorded_at, payload
  * appended. Rows with a `problem` (poison events set aside) are not folded, but still move the
  * session's `last_seq`.
  *
- * `events` is a relation with the columns `session_id`, `seq`, `kind`, `recorded_at`,
- * `payload` and `problem`, each session's events following its last folded one: a batch of
- * the projector, or (for the set-based limit) the whole log.
+ * The batch is a batch of the projector, or (for the set-based limit) the {@link WHOLE_LOG}:
+ * each session's events following its last folded one.
  *
  * @example
  * ```ts
  * await applyOsSnapshotEventsSql(WHOLE_LOG).execute(trx); // into empty tables
  * ```
  */
-export function applyOsSnapshotEventsSql(events: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`WITH ${osSnapshotFoldSql(events)} SELECT (SELECT count(*) FROM snapshots) AS sessions`;
+export function applyOsSnapshotEventsSql(batch: EventBatchSql): RawBuilder<unknown> {
+  return sql`WITH ${osSnapshotFoldSql(batch)} SELECT (SELECT count(*) FROM snapshots) AS sessions`;
 }
 
 /**
@@ -36,22 +52,10 @@ export function applyOsSnapshotEventsSql(events: RawBuilder<unknown>): RawBuilde
  * that puts its own before them (see `Projection.foldSql`). The rows the snapshot reads the
  * body of are picked out once (`records`), so that each table of the snapshot reads only those.
  */
-export function osSnapshotFoldSql(events: RawBuilder<unknown>): RawBuilder<unknown> {
+export function osSnapshotFoldSql({ events, sessions }: EventBatchSql): RawBuilder<unknown> {
   return sql`
     events AS NOT MATERIALIZED (SELECT session_id, seq, kind, recorded_at, payload, problem FROM ${events} AS source),
-    per_session AS (
-      SELECT session_id,
-        max(seq) AS last_seq,
-        count(*) FILTER (WHERE kind = 'page_out') AS page_out_count,
-        count(*) FILTER (WHERE kind = 'page_in') AS page_in_count,
-        count(*) FILTER (WHERE kind = 'tool_gated') AS tool_gated_count,
-        count(*) FILTER (WHERE kind = 'memory_written') AS memory_written_count,
-        count(*) FILTER (WHERE kind = 'memory_queried') AS memory_queried_count,
-        count(*) FILTER (WHERE kind = 'memory_validation_failed') AS memory_validation_failed_count,
-        count(*) FILTER (WHERE kind = 'memory_retrieval_result') AS memory_retrieval_result_count
-      FROM events
-      GROUP BY session_id
-    ),
+    per_session AS NOT MATERIALIZED (SELECT * FROM ${sessions} AS source),
     records AS MATERIALIZED (
       SELECT session_id, seq, kind, recorded_at, payload FROM events
       WHERE kind IN (${sql.join(RECORD_KINDS.map((kind) => sql.lit(kind)))}) AND problem IS NULL

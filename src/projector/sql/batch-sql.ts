@@ -109,7 +109,8 @@ export function fillBatchSql(projection: Projection, after: Checkpoint, limit: n
 
 /** The projection's fold of the batch table, as one statement. */
 export function foldBatchSql(projection: Projection): RawBuilder<unknown> {
-  return sql`WITH ${projection.foldSql(sql`os_audit_batch`)} SELECT`;
+  const sessions = sql`(SELECT session_id, max(seq) AS last_seq, ${projection.sessionAggregates} FROM os_audit_batch GROUP BY session_id)`;
+  return sql`WITH ${projection.foldSql({ events: sql`os_audit_batch`, sessions })} SELECT`;
 }
 
 /** What {@link foldWindowSql} did: where its window ends, and whether it folded it. */
@@ -123,21 +124,26 @@ export interface WindowFold {
 
 /**
  * A batch in one statement straight from the log, without the batch table: reads the
- * {@link windowSql window} after the checkpoint, requires what a batch needs to be folded as
- * it is — each session's events following its last folded seq without a gap, none poison —
- * and, only then, folds it with the projection's fold. A catch-up batch thus reads and
- * aggregates its events once, in memory; a window that is not simple writes nothing, and the
- * caller takes it through the batch table ({@link fillBatchSql} and what follows).
+ * {@link windowSql window} after the checkpoint into the statement's memory, groups it by
+ * session once (its checks and the projection's {@link Projection.sessionAggregates}),
+ * requires what a batch needs to be folded as it is — each session's events following its
+ * last folded seq without a gap, none poison — and, only then, folds it with the projection's
+ * fold, which gets the sessions and the rows whose body it reads. A window that is not simple
+ * writes nothing, and the caller takes it through the batch table ({@link fillBatchSql} and
+ * what follows).
  */
 export function foldWindowSql(projection: Projection, after: Checkpoint, limit: number): RawBuilder<WindowFold> {
-  const foldable = sql`(SELECT session_id, seq, kind, recorded_at, payload, problem FROM batch_window WHERE (SELECT simple FROM batch_extent))`;
+  const simple = sql`(SELECT simple FROM batch_extent)`;
+  const events = sql`(SELECT session_id, seq, kind, recorded_at, payload, problem FROM batch_window WHERE payload IS NOT NULL AND ${simple})`;
+  const sessions = sql`(SELECT * FROM batch_sessions WHERE ${simple})`;
   return sql`
     WITH batch_window AS MATERIALIZED (
       SELECT ${eventColumns(projection)} FROM (${windowSql(after, limit)}) AS e
     ),
     batch_sessions AS (
       SELECT session_id, count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq,
-             max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison
+             max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison,
+             ${projection.sessionAggregates}
       FROM batch_window GROUP BY session_id
     ),
     batch_extent AS MATERIALIZED (
@@ -148,7 +154,7 @@ export function foldWindowSql(projection: Projection, after: Checkpoint, limit: 
         SELECT coalesce(max(last_seq), -1) AS prev_seq FROM ${sql.table(projection.sessionHeads)} WHERE session_id = b.session_id
       ) AS h
     ),
-    ${projection.foldSql(foldable)}
+    ${projection.foldSql({ events, sessions })}
     SELECT window_count, end_transaction_id::text AS end_transaction_id, simple AS folded,
       (SELECT max(position) FROM batch_window WHERE transaction_id = x.end_transaction_id) AS end_position
     FROM batch_extent AS x`;
