@@ -14,13 +14,15 @@ import type { Projection } from './projection.js';
 import { type BatchResult, PREPARED_FOLD_UP_TO, runBatch, runBatchInOneTrip } from './run-batch.js';
 
 /**
- * Events per batch by default: large enough that a batch's fixed costs vanish in a catch-up
- * (measured best between 20,000 and 50,000), small enough to commit in well under a second.
+ * Events per batch by default: large enough that a batch's fixed costs (its statements'
+ * planning, the sessions it updates again) vanish in a catch-up — 1M events fold about 12%
+ * faster in batches of 50,000 than of 20,000 — small enough to commit in well under a second.
+ * The same as a rebuild's.
  */
-export const DEFAULT_BATCH_SIZE = 20_000;
+export const DEFAULT_BATCH_SIZE = 50_000;
 
 export interface ProjectorOptions {
-  /** Events read per batch (an upper bound: a batch takes what is there); default 20000. */
+  /** Events read per batch (an upper bound: a batch takes what is there); default 50000. */
   batchSize?: number;
   /** The longest wait between two looks at the log when no append was notified; default 1000 ms. */
   pollIntervalMs?: number;

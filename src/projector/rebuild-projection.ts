@@ -4,6 +4,7 @@ import type { DB } from '../db/schema.js';
 import { type Checkpoint, LOG_START } from './checkpoint.js';
 import { Lease } from './lease.js';
 import type { Projection } from './projection.js';
+import { DEFAULT_BATCH_SIZE } from './projector.js';
 import { runBatch } from './run-batch.js';
 
 export interface RebuildOptions {
@@ -43,7 +44,7 @@ export async function rebuildProjection(db: Kysely<DB>, projection: Projection, 
     const report: RebuildReport = { eventsApplied: 0, skipped: 0, checkpoint: LOG_START };
     for (;;) {
       const batch = await runBatch(trx, projection, lease, held, {
-        batchSize: options.batchSize ?? 50_000,
+        batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
         skipInvalid: options.skipInvalid ?? false,
       });
       if (batch.windowCount === 0) break;

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
 import type { DB } from '../../db/schema.js';
 import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
+import { DEFAULT_BATCH_SIZE } from '../../projector/projector.js';
 import { type RebuildReport, rebuildProjection } from '../../projector/rebuild-projection.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
@@ -12,7 +13,7 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
   program
     .command('rebuild')
     .description('fold every snapshot again from the log, in one transaction (dashboards see the old tables until it commits)')
-    .option('--batch-size <events>', 'events read per batch', integerOption(1), 50_000)
+    .option('--batch-size <events>', 'events read per batch', integerOption(1), DEFAULT_BATCH_SIZE)
     .option('--skip-invalid', 'set events the snapshot cannot read aside instead of stopping')
     .action(async (options: { batchSize: number; skipInvalid?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
