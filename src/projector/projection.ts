@@ -1,4 +1,4 @@
-import type { Kysely, RawBuilder } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 
 /**
@@ -16,6 +16,23 @@ export interface EventBatchSql {
    * projection's {@link Projection.sessionAggregates}.
    */
   sessions: RawBuilder<unknown>;
+}
+
+/**
+ * A relation of events as a whole batch: the events, and their sessions grouped from them with
+ * `sessionAggregates` (a projection's {@link Projection.sessionAggregates}).
+ *
+ * @example
+ * ```ts
+ * const batch = eventBatchOf(sql`os_audit_batch`, projection.sessionAggregates);
+ * await sql`WITH ${projection.foldSql(batch)} SELECT`.execute(trx);
+ * ```
+ */
+export function eventBatchOf(events: RawBuilder<unknown>, sessionAggregates: RawBuilder<unknown>): EventBatchSql {
+  return {
+    events,
+    sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${sessionAggregates} FROM ${events} AS e GROUP BY session_id)`,
+  };
 }
 
 /**

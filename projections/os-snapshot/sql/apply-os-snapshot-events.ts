@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { EventBatchSql } from '../../../src/projector/projection.js';
+import { type EventBatchSql, eventBatchOf } from '../../../src/projector/projection.js';
 
 /** The kinds whose fields the snapshot reads; the others are only counted or ignored. */
 export const RECORD_KINDS = ['suspended', 'resumed', 'agent_process_changed', 'signal_disposed', 'budget_exceeded'] as const;
@@ -22,10 +22,10 @@ export const OS_SNAPSHOT_SESSION_AGGREGATES = sql`
  * tables, the set-based projection of everything in one statement (the limit the benchmark
  * compares the projector with).
  */
-export const WHOLE_LOG: EventBatchSql = {
-  events: sql`(SELECT session_id, seq, kind, recorded_at, payload, NULL::text AS problem FROM session_events)`,
-  sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${OS_SNAPSHOT_SESSION_AGGREGATES} FROM session_events GROUP BY session_id)`,
-};
+export const WHOLE_LOG: EventBatchSql = eventBatchOf(
+  sql`(SELECT session_id, seq, kind, recorded_at, payload, NULL::text AS problem FROM session_events)`,
+  OS_SNAPSHOT_SESSION_AGGREGATES,
+);
 
 /**
  * Folds events into the snapshot tables in one statement, set-based: counters are added per

@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Checkpoint } from '../checkpoint.js';
 import type { PreparedStatement } from '../../db/prepared-statement.js';
-import type { Projection } from '../projection.js';
+import { eventBatchOf, type Projection } from '../projection.js';
 import { renewLeaseSql } from './lease-sql.js';
 
 /**
@@ -33,6 +33,27 @@ function windowSql(after: Checkpoint, limit: number): RawBuilder<unknown> {
       AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
     ORDER BY transaction_id, position
     LIMIT ${limit}`;
+}
+
+/**
+ * Per session of a batch's rows (`GROUP BY session_id`): how many, the first and last seq, the
+ * last transaction, and whether any is poison.
+ */
+const SESSION_EXTENT = sql`
+  count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq,
+  max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison`;
+
+/**
+ * Whether the rows of `session` (a {@link SESSION_EXTENT}) are exactly its events after
+ * `prevSeq`, its last folded seq: the batch can fold them as they are.
+ */
+function followsFoldedSql(session: RawBuilder<unknown>, prevSeq: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql`(${session}.first_seq = ${prevSeq} + 1 AND ${session}.last_seq - ${prevSeq} = ${session}.events)`;
+}
+
+/** Where a batch of `rows` ends in the log, once its last transaction is known: that transaction's last position among them. */
+function endPositionSql(rows: RawBuilder<unknown>, endTransactionId: RawBuilder<unknown>): RawBuilder<number | null> {
+  return sql`(SELECT max(position) FROM ${rows} WHERE transaction_id = ${endTransactionId})`;
 }
 
 /** What a batch starts from: the lease renewed (or not), the checkpoint, the planner's settings. */
@@ -109,8 +130,7 @@ export function fillBatchSql(projection: Projection, after: Checkpoint, limit: n
 
 /** The projection's fold of the batch table, as one statement. */
 export function foldBatchSql(projection: Projection): RawBuilder<unknown> {
-  const sessions = sql`(SELECT session_id, max(seq) AS last_seq, ${projection.sessionAggregates} FROM os_audit_batch GROUP BY session_id)`;
-  return sql`WITH ${projection.foldSql({ events: sql`os_audit_batch`, sessions })} SELECT`;
+  return sql`WITH ${projection.foldSql(eventBatchOf(sql`os_audit_batch`, projection.sessionAggregates))} SELECT`;
 }
 
 /** What {@link foldWindowSql} did: where its window ends, and whether it folded it. */
@@ -141,14 +161,12 @@ export function foldWindowSql(projection: Projection, after: Checkpoint, limit: 
       SELECT ${eventColumns(projection)} FROM (${windowSql(after, limit)}) AS e
     ),
     batch_sessions AS (
-      SELECT session_id, count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq,
-             max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison,
-             ${projection.sessionAggregates}
+      SELECT session_id, ${SESSION_EXTENT}, ${projection.sessionAggregates}
       FROM batch_window GROUP BY session_id
     ),
     batch_extent AS MATERIALIZED (
       SELECT coalesce(sum(b.events), 0)::bigint AS window_count, max(b.last_transaction_id) AS end_transaction_id,
-             coalesce(bool_and(b.first_seq = h.prev_seq + 1 AND b.last_seq - h.prev_seq = b.events AND NOT b.has_poison), true) AS simple
+             coalesce(bool_and(${followsFoldedSql(sql`b`, sql`h.prev_seq`)} AND NOT b.has_poison), true) AS simple
       FROM batch_sessions AS b
       CROSS JOIN LATERAL (
         SELECT coalesce(max(last_seq), -1) AS prev_seq FROM ${sql.table(projection.sessionHeads)} WHERE session_id = b.session_id
@@ -156,7 +174,7 @@ export function foldWindowSql(projection: Projection, after: Checkpoint, limit: 
     ),
     ${projection.foldSql({ events, sessions })}
     SELECT window_count, end_transaction_id::text AS end_transaction_id, simple AS folded,
-      (SELECT max(position) FROM batch_window WHERE transaction_id = x.end_transaction_id) AS end_position
+      ${endPositionSql(sql`batch_window`, sql`x.end_transaction_id`)} AS end_position
     FROM batch_extent AS x`;
 }
 
@@ -207,18 +225,17 @@ export interface BatchInspection {
 function batchExtentSql(): RawBuilder<unknown> {
   return sql`
     WITH per_session AS (
-      SELECT count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq, min(prev_seq) AS prev_seq,
-             max(transaction_id) AS last_transaction_id, bool_or(problem IS NOT NULL) AS has_poison
+      SELECT ${SESSION_EXTENT}, min(prev_seq) AS prev_seq
       FROM os_audit_batch GROUP BY session_id
     ),
     extent AS (
       SELECT coalesce(sum(events), 0)::bigint AS window_count, max(last_transaction_id) AS end_transaction_id,
              coalesce(bool_or(has_poison), false) AS has_poison,
-             coalesce(bool_or(first_seq <> prev_seq + 1 OR last_seq - prev_seq <> events), false) AS incomplete
+             coalesce(bool_or(NOT ${followsFoldedSql(sql`per_session`, sql`per_session.prev_seq`)}), false) AS incomplete
       FROM per_session
     )
     SELECT window_count, end_transaction_id, has_poison, incomplete,
-      (SELECT max(position) FROM os_audit_batch WHERE transaction_id = extent.end_transaction_id) AS end_position
+      ${endPositionSql(sql`os_audit_batch`, sql`extent.end_transaction_id`)} AS end_position
     FROM extent`;
 }
 
