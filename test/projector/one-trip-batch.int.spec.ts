@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import { type PinnedConnection, withPinnedConnection } from '../../src/db/pinned-connection.js';
@@ -12,18 +12,14 @@ import { type BatchOptions, PREPARED_FOLD_UP_TO, runBatch, runBatchInOneTrip } f
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { useTestDatabase } from '../support/test-database.js';
 import { writeByHand } from '../support/write-by-hand.js';
 
 const options: BatchOptions = { batchSize: 5000, skipInvalid: false };
 
-let testDb: TestDatabase & { drop(): Promise<void> };
-beforeEach(async () => {
-  testDb = await createTestDatabase();
-});
-afterEach(async () => {
+const testDb = useTestDatabase({ perTest: true });
+afterEach(() => {
   vi.restoreAllMocks();
-  await testDb.drop();
 });
 
 /** `count` events appended to `sessionId` after its `from`-th, committed below the horizon. */

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import type { DB } from '../../src/db/schema.js';
@@ -11,16 +11,12 @@ import { foldWindowSql, type WindowFold } from '../../src/projector/sql/batch-sq
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { waitForHorizon } from '../support/projector-harness.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { useTestDatabase } from '../support/test-database.js';
 import { writeByHand } from '../support/write-by-hand.js';
 
-let testDb: TestDatabase & { drop(): Promise<void> };
-beforeEach(async () => {
-  testDb = await createTestDatabase();
-});
-afterEach(async () => {
+const testDb = useTestDatabase({ perTest: true });
+afterEach(() => {
   vi.restoreAllMocks();
-  await testDb.drop();
 });
 
 async function append(sessionId: string, from: number, count: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, inject } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from './scratch-database.js';
 
 export type TestDatabase = Omit<ScratchDatabase, 'drop'>;
@@ -10,18 +10,21 @@ export function createTestDatabase(options: { migrate?: boolean } = {}): Promise
 
 /**
  * Gives the calling test file its own migrated database, created before its tests and dropped
- * after them. Read the fields inside tests or hooks, not at module load.
+ * after them; with `perTest`, each test its own (for tests that need an empty log). Read the
+ * fields inside tests or hooks, not at module load.
  */
-export function useTestDatabase(options: { migrate?: boolean } = {}): TestDatabase {
+export function useTestDatabase(options: { migrate?: boolean; perTest?: boolean } = {}): TestDatabase {
+  const [before, after] = options.perTest ? [beforeEach, afterEach] : [beforeAll, afterAll];
   const handle = {} as TestDatabase;
   let drop: (() => Promise<void>) | undefined;
-  beforeAll(async () => {
-    const created = await createTestDatabase(options);
+  before(async () => {
+    const created = await createTestDatabase({ migrate: options.migrate });
     Object.assign(handle, { url: created.url, name: created.name, db: created.db });
     drop = created.drop;
   });
-  afterAll(async () => {
+  after(async () => {
     await drop?.();
+    drop = undefined;
   });
   return handle;
 }
