@@ -5,6 +5,8 @@ import * as projectorFastPath from './0003-projector-fast-path.js';
 import * as dashboardViews from './0004-dashboard-views.js';
 import * as roles from './0005-roles.js';
 import * as batchRequirements from './0006-batch-requirements.js';
+import * as storeAsWritten from './0007-store-as-written.js';
+import * as kernelJournal from './0008-kernel-journal.js';
 
 /**
  * Every migration, by name, applied in name order. Imported statically (not read from the
@@ -18,4 +20,6 @@ export const migrations: Record<string, Migration> = {
   '0004-dashboard-views': dashboardViews,
   '0005-roles': roles,
   '0006-batch-requirements': batchRequirements,
+  '0007-store-as-written': storeAsWritten,
+  '0008-kernel-journal': kernelJournal,
 };

@@ -46,7 +46,7 @@ export { type CatchUpReport, Projector, type ProjectorEvent, type ProjectorOptio
 export type { Projection } from './projector/projection.js';
 export type { BatchResult } from './projector/run-batch.js';
 export type { Checkpoint } from './projector/checkpoint.js';
-export { CheckpointMovedError, ProjectionHaltedError } from './projector/projection-halted-error.js';
+export { CheckpointMovedError } from './projector/checkpoint-moved-error.js';
 export { LeaseLostError } from './projector/lease.js';
 export { type HorizonHolder, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
 export { rebuildProjection, type RebuildOptions, type RebuildReport } from './projector/rebuild-projection.js';

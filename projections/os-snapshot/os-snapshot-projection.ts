@@ -1,5 +1,6 @@
 import type { Projection } from '../../src/projector/projection.js';
-import { clearOsSnapshotSql, OS_SNAPSHOT_SESSION_AGGREGATES, osSnapshotFoldSql, RECORD_KINDS } from './sql/apply-os-snapshot-events.js';
+import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
+import { clearOsSnapshotSql, osSnapshotFoldSql } from './sql/apply-os-snapshot-events.js';
 import { OS_SNAPSHOT_PROJECTION } from './stored-os-snapshot.js';
 
 /**
@@ -9,9 +10,8 @@ import { OS_SNAPSHOT_PROJECTION } from './stored-os-snapshot.js';
 export const osSnapshotProjection: Projection = {
   name: OS_SNAPSHOT_PROJECTION,
   sessionHeads: 'os_snapshots',
-  readsPayloadOf: RECORD_KINDS,
-  problemFunction: 'os_snapshot_event_problem',
-  sessionAggregates: OS_SNAPSHOT_SESSION_AGGREGATES,
+  reads: OS_SNAPSHOT_READS,
+  counters: OS_SNAPSHOT_COUNTERS,
   foldSql: osSnapshotFoldSql,
   async clear(db) {
     for (const statement of clearOsSnapshotSql()) await statement.execute(db);

@@ -22,7 +22,8 @@ export interface SuspendRecord {
 export interface ProcessRecord {
   readonly turn: number;
   readonly agent_id: string;
-  readonly parent_session_id: string;
+  /** `null` when the event left it out (the SDKs' events do). */
+  readonly parent_session_id: string | null;
   /** `"running"`, `"joined"`, `"failed"`, … free text; a missing state reads as `"running"`. */
   readonly state: string;
 }

@@ -113,7 +113,7 @@ export function parseOsSnapshot(json: string): OsSnapshot {
       return {
         turn: u32(p.turn, `${path}.turn`),
         agent_id: string(p.agent_id, `${path}.agent_id`),
-        parent_session_id: string(p.parent_session_id, `${path}.parent_session_id`),
+        parent_session_id: p.parent_session_id === null ? null : string(p.parent_session_id, `${path}.parent_session_id`),
         state: string(p.state, `${path}.state`),
       };
     }),

@@ -1,20 +1,23 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../src/db/schema.js';
-import { EventValidationError, validateEvent } from '../../src/events/validate-event.js';
-import type { SessionEvent } from '../../src/events/session-event.js';
-import { ProjectionHaltedError } from '../../src/projector/projection-halted-error.js';
+import type { JsonObject } from '../../src/json/json-value.js';
+import type { StoppedSession } from '../../src/projector/sql/batch-sql.js';
 import type { EventStore } from '../../src/store/event-store.js';
-import { foldOsSnapshot } from './fold-os-snapshot.js';
-import type { OsSnapshot } from './os-snapshot.js';
+import { foldOsSnapshotPrefix } from './fold-os-snapshot.js';
+import { emptyOsSnapshot, type OsSnapshot } from './os-snapshot.js';
 import { parseOsSnapshot } from './serialize-os-snapshot.js';
 
-/** The name of the OS snapshot's checkpoint, lease and errors. */
+/** The name of the OS snapshot's checkpoint, lease, stopped sessions and set-aside events. */
 export const OS_SNAPSHOT_PROJECTION = 'os_snapshot';
 
-/** A snapshot and the seq of the last event folded into it. */
+/** Where a session's snapshot stopped (it is the fold of the events before), and why. */
+export type SessionStop = Omit<StoppedSession, 'session_id'>;
+
+/** A snapshot, the seq of the last event folded into it, and where it stopped, if it did. */
 export interface FoldedSnapshot {
   snapshot: OsSnapshot;
   lastSeq: number;
+  stopped: SessionStop | null;
 }
 
 /**
@@ -25,10 +28,18 @@ export async function readSqlOsSnapshot(db: Kysely<DB>, sessionId: string): Prom
   const row = await db
     .selectFrom('os_snapshot_json as j')
     .innerJoin('os_snapshots as s', 's.session_id', 'j.session_id')
-    .select([sql<string>`j.snapshot::text`.as('json'), 's.last_seq'])
+    .leftJoin('projection_blocked_sessions as b', (join) =>
+      join.onRef('b.session_id', '=', 's.session_id').on('b.projection', '=', OS_SNAPSHOT_PROJECTION),
+    )
+    .select([sql<string>`j.snapshot::text`.as('json'), 's.last_seq', 'b.seq as stop_seq', 'b.position', 'b.kind', 'b.reason', 'b.problem'])
     .where('j.session_id', '=', sessionId)
     .executeTakeFirst();
-  return row === undefined ? undefined : { snapshot: parseOsSnapshot(row.json), lastSeq: row.last_seq };
+  if (row === undefined) return undefined;
+  const stopped =
+    row.stop_seq === null
+      ? null
+      : { seq: row.stop_seq, position: row.position, kind: row.kind, reason: row.reason as SessionStop['reason'], problem: row.problem! };
+  return { snapshot: parseOsSnapshot(row.json), lastSeq: row.last_seq, stopped };
 }
 
 /** Positions of the session's events that `--skip-invalid` set aside (the projection did not fold them). */
@@ -49,33 +60,51 @@ export interface FoldLogOptions {
   skippedPositions?: ReadonlySet<number>;
 }
 
+/** Events folded at a time. */
+const PAGE = 1000;
+
 /**
  * The in-memory fold of a session's stored log (the reference the SQL snapshot must equal),
- * reading each event as the projector does: only the fields the snapshot reads are checked,
- * and an event it cannot read stops the fold with a {@link ProjectionHaltedError}.
+ * reading each event as the projector does: it stops where the projector stops a session, at
+ * the first event the snapshot cannot read (unless it was set aside) or at a seq missing from
+ * the log, and says so.
  */
 export async function foldStoredLog(store: EventStore, sessionId: string, options: FoldLogOptions = {}): Promise<FoldedSnapshot> {
-  let snapshot = foldOsSnapshot([]);
+  let snapshot = emptyOsSnapshot();
   let lastSeq = -1;
-  let page: SessionEvent[] = [];
+  let page: { seq: number; position: number; kind: string; event: JsonObject }[] = [];
+  const foldPage = (): SessionStop | null => {
+    const fold = foldOsSnapshotPrefix(
+      page.map((stored) => stored.event),
+      snapshot,
+      { skip: (index) => options.skippedPositions?.has(page[index]!.position) ?? false },
+    );
+    snapshot = fold.snapshot;
+    if (fold.stoppedAt === null) {
+      lastSeq = page.at(-1)?.seq ?? lastSeq;
+      page = [];
+      return null;
+    }
+    const at = page[fold.stoppedAt.index]!;
+    lastSeq = at.seq - 1;
+    return { seq: at.seq, position: at.position, kind: at.kind, reason: 'unreadable', problem: fold.stoppedAt.problem };
+  };
+  let expectedSeq = 0;
   for await (const stored of store.readSession(sessionId)) {
     if (options.toSeq !== undefined && stored.seq > options.toSeq) break;
-    lastSeq = stored.seq;
-    if (options.skippedPositions?.has(stored.position)) continue;
-    try {
-      page.push(validateEvent(stored.event, { fields: 'snapshot' }));
-    } catch (error) {
-      if (!(error instanceof EventValidationError)) throw error;
-      throw new ProjectionHaltedError(
-        `session ${JSON.stringify(sessionId)}, seq ${stored.seq} (${stored.kind}, position ${stored.position}): ${error.message}`,
-        'poison',
-        { position: stored.position, session_id: sessionId, seq: stored.seq, kind: stored.kind, problem: error.message },
-      );
+    if (stored.seq !== expectedSeq) {
+      const stopped = foldPage();
+      if (stopped !== null) return { snapshot, lastSeq, stopped };
+      const problem = `seq ${expectedSeq} is missing from the log (the next stored event is seq ${stored.seq})`;
+      return { snapshot, lastSeq, stopped: { seq: expectedSeq, position: null, kind: null, reason: 'hole', problem } };
     }
-    if (page.length >= 1000) {
-      snapshot = foldOsSnapshot(page, snapshot);
-      page = [];
+    expectedSeq += 1;
+    page.push({ seq: stored.seq, position: stored.position, kind: stored.kind, event: stored.event });
+    if (page.length >= PAGE) {
+      const stopped = foldPage();
+      if (stopped !== null) return { snapshot, lastSeq, stopped };
     }
   }
-  return { snapshot: foldOsSnapshot(page, snapshot), lastSeq };
+  const stopped = foldPage();
+  return { snapshot, lastSeq, stopped };
 }

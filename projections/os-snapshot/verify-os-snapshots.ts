@@ -1,10 +1,9 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../src/db/schema.js';
-import { ProjectionHaltedError } from '../../src/projector/projection-halted-error.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { diffOsSnapshots } from './diff-os-snapshots.js';
 import { osSnapshotProjection } from './os-snapshot-projection.js';
-import { foldStoredLog, readSqlOsSnapshot, skippedPositions } from './stored-os-snapshot.js';
+import { foldStoredLog, readSqlOsSnapshot, type SessionStop, skippedPositions } from './stored-os-snapshot.js';
 
 /** A session whose SQL snapshot is not the fold of its log. */
 export interface SnapshotMismatch {
@@ -25,7 +24,8 @@ export type VerifySelection = { sessions: readonly string[] } | { all: true } | 
 /**
  * Proves SQL snapshots right: each selected session's `os_snapshot_json` is compared with the
  * in-memory fold of its stored log up to the last event the projection folded (skipping only
- * the events `--skip-invalid` set aside, which the projection did not fold either).
+ * the events `--skip-invalid` set aside, which the projection did not fold either); a session
+ * the projection stopped must stop at the same event, for the same reason, in memory.
  *
  * @example
  * ```ts
@@ -60,18 +60,18 @@ async function verifySession(db: Kysely<DB>, store: EventStore, sessionId: strin
         ? 'pending'
         : ['no such session: no events are stored for it'];
   }
-  try {
-    const folded = await foldStoredLog(store, sessionId, {
-      toSeq: stored.lastSeq,
-      skippedPositions: await skippedPositions(db, sessionId),
-    });
-    const differences = diffOsSnapshots(stored.snapshot, folded.snapshot, ['sql', 'log']);
-    if (folded.lastSeq !== stored.lastSeq) differences.unshift(`last_seq: sql ${stored.lastSeq}, log ${folded.lastSeq}`);
-    return differences;
-  } catch (error) {
-    if (error instanceof ProjectionHaltedError) return [`the log holds an event the snapshot cannot read: ${error.message}`];
-    throw error;
+  // A stopped session is folded until the log's own fold stops: it must stop at the same place.
+  const folded = await foldStoredLog(store, sessionId, {
+    toSeq: stored.stopped === null ? stored.lastSeq : undefined,
+    skippedPositions: await skippedPositions(db, sessionId),
+  });
+  const differences = diffOsSnapshots(stored.snapshot, folded.snapshot, ['sql', 'log']);
+  if (folded.lastSeq !== stored.lastSeq) differences.unshift(`last_seq: sql ${stored.lastSeq}, log ${folded.lastSeq}`);
+  const where = (stop: SessionStop | null) => (stop === null ? 'not stopped' : `stopped at seq ${stop.seq} (${stop.reason}: ${stop.problem})`);
+  if (stored.stopped?.seq !== folded.stopped?.seq || stored.stopped?.reason !== folded.stopped?.reason) {
+    differences.push(`stop: sql ${where(stored.stopped)}, log ${where(folded.stopped)}`);
   }
+  return differences;
 }
 
 async function selectSessions(db: Kysely<DB>, selection: VerifySelection): Promise<string[]> {

@@ -13,6 +13,48 @@ export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface KernelJournalCheckpoints {
+  acknowledged: Generated<boolean>;
+  checkpoint_bytes: Buffer;
+  checkpoint_id: string;
+  covered_head: string;
+  installed_at: Generated<Timestamp>;
+  operation_id: string;
+  ordinal: Exact.Int8;
+  previous_checkpoint_id: string | null;
+  state_digest: string;
+  through_step_seq: Exact.Int8;
+}
+
+export interface KernelJournalOperations {
+  head_digest: string | null;
+  head_step_seq: Exact.Int8 | null;
+  operation_id: string;
+  outbound_envelope: string | null;
+  pruned_covered_head: string | null;
+  pruned_through_step_seq: Exact.Int8 | null;
+}
+
+export interface KernelJournalRecords {
+  operation_id: string;
+  previous_record_digest: string | null;
+  record_bytes: Buffer;
+  record_digest: string;
+  recorded_at: Generated<Timestamp>;
+  step_seq: Exact.Int8;
+}
+
+export interface OsBlockedSessions {
+  blocked_at: Timestamp | null;
+  blocked_at_seq: Exact.Int8 | null;
+  kind: string | null;
+  position: Exact.Int8 | null;
+  problem: string | null;
+  projection: string | null;
+  reason: string | null;
+  session_id: string | null;
+}
+
 export interface OsBudgetEvents {
   budget: string | null;
   recorded_at: Timestamp | null;
@@ -38,14 +80,14 @@ export interface OsEventActivity {
 
 export interface OsProcesses {
   agent_id: string;
-  context_inheritance: string;
+  context_inheritance: string | null;
   first_seq: Exact.Int8;
-  isolation: string;
+  isolation: string | null;
   last_seq: Exact.Int8;
-  parent_session_id: string;
-  permitted_capability_ids: string[];
+  parent_session_id: string | null;
+  permitted_capability_ids: string[] | null;
   result_termination: string | null;
-  role: string;
+  role: string | null;
   session_id: string;
   state: string;
   turn: Exact.Int8;
@@ -76,6 +118,8 @@ export interface OsProjectionLag {
 }
 
 export interface OsSessionOverview {
+  blocked_at_seq: Exact.Int8 | null;
+  blocked_problem: string | null;
   budget_exceeded: Exact.Int8 | null;
   events: Exact.Int8 | null;
   first_recorded_at: Timestamp | null;
@@ -92,6 +136,7 @@ export interface OsSessionOverview {
   running_processes: Exact.Int8 | null;
   session_id: string | null;
   signals: Exact.Int8 | null;
+  skipped_events: Exact.Int8 | null;
   suspended: boolean | null;
   tool_gated_count: Exact.Int8 | null;
 }
@@ -146,6 +191,17 @@ export interface OsSuspendedSessions {
   suspended_at: Timestamp | null;
 }
 
+export interface ProjectionBlockedSessions {
+  blocked_at: Generated<Timestamp>;
+  kind: string | null;
+  position: Exact.Int8 | null;
+  problem: string;
+  projection: string;
+  reason: string;
+  seq: Exact.Int8;
+  session_id: string;
+}
+
 export interface ProjectionCheckpoints {
   epoch: Generated<Exact.Int8>;
   events_applied: Generated<Exact.Int8>;
@@ -185,7 +241,6 @@ export interface SessionEvents {
   session_id: string;
   transaction_id: Generated<string>;
   turn: Exact.Int8 | null;
-  validated: Generated<boolean>;
 }
 
 export interface Sessions {
@@ -196,6 +251,10 @@ export interface Sessions {
 }
 
 export interface DB {
+  kernel_journal_checkpoints: KernelJournalCheckpoints;
+  kernel_journal_operations: KernelJournalOperations;
+  kernel_journal_records: KernelJournalRecords;
+  os_blocked_sessions: OsBlockedSessions;
   os_budget_events: OsBudgetEvents;
   os_budget_exceeded: OsBudgetExceeded;
   os_event_activity: OsEventActivity;
@@ -209,6 +268,7 @@ export interface DB {
   os_snapshot_json: OsSnapshotJson;
   os_snapshots: OsSnapshots;
   os_suspended_sessions: OsSuspendedSessions;
+  projection_blocked_sessions: ProjectionBlockedSessions;
   projection_checkpoints: ProjectionCheckpoints;
   projection_errors: ProjectionErrors;
   projection_leases: ProjectionLeases;

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { isJsonObject, JsonFloat, type JsonObject } from '../json/json-value.js';
 import { JsonParseError, parseJsonKeepingMember } from '../json/parse-json.js';
 import { ConcurrencyError } from '../store/concurrency-error.js';
-import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from '../store/encode-event.js';
+import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventText } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
 import { DEFAULT_CHUNK_SIZE, LogWriter, type WriteCounts } from './log-writer.js';
@@ -156,7 +156,7 @@ async function readSessionFile(file: SessionFile, options: ImportOptions, maxEve
       const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
       const seq = readSeq(envelope, origin);
       const at = { ...origin, seq };
-      read.events.push({ seq, event: encodeEvent(envelope.event!, at, options, eventText), origin: at });
+      read.events.push({ seq, event: encodeEventText(eventText!, at, options, envelope.event), origin: at });
       read.bytes = line.bytesRead;
     }
     if (read.events.length > maxEvents) {
@@ -197,7 +197,7 @@ async function importLargeSessionFile(store: EventStore, file: SessionFile, opti
         const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
         const seq = readSeq(envelope, origin);
         const at = { ...origin, seq };
-        await writer.add(file.sessionId, seq, encodeEvent(envelope.event!, at, options, eventText), at);
+        await writer.add(file.sessionId, seq, encodeEventText(eventText!, at, options, envelope.event), at);
         file.bytes = line.bytesRead;
       }
     }
@@ -267,7 +267,7 @@ export async function importStream(
           const seq = readSeq(envelope, { ...origin, sessionId });
           const eventOrigin = { ...origin, sessionId, seq };
           sessions.add(sessionId);
-          await writer.add(sessionId, seq, encodeEvent(envelope.event!, eventOrigin, options, eventText), eventOrigin);
+          await writer.add(sessionId, seq, encodeEventText(eventText!, eventOrigin, options, envelope.event), eventOrigin);
         }
         const done = writer.counts.newEvents + writer.counts.existingEvents;
         if (done !== lastReported) {

@@ -1,6 +1,10 @@
 import { JsonFloat, type JsonArray, type JsonObject, type JsonValue } from './json-value.js';
 
-/** The deepest nesting of arrays and objects that {@link parseJson} accepts. */
+/**
+ * The deepest nesting of arrays and objects in one event (the event object itself is level 1),
+ * on every path into the store: {@link parseJson} accepts no deeper text, and an event read
+ * out of an envelope (`{"seq": N, "event": {…}}`) may go as deep as one given alone.
+ */
 export const MAX_JSON_DEPTH = 512;
 
 export type JsonParseErrorCode = 'syntax' | 'duplicate_key' | 'too_deep';
@@ -70,10 +74,28 @@ export function parseJson(text: string): JsonValue {
  * ```
  */
 export function parseJsonKeepingMember(text: string, key: string): { value: JsonValue; memberText: string | undefined } {
-  const parser = new Parser(text, key);
+  // The member may nest as deep as a text given alone: one level more for its envelope.
+  const parser = new Parser(text, key, MAX_JSON_DEPTH + 1);
   const value = parseWith(parser);
   const span = parser.keptSpan;
   return { value, memberText: span === null ? undefined : text.slice(span[0], span[1]) };
+}
+
+/**
+ * {@link parseJson} of a JSON array, also giving back the source text of each item exactly as
+ * it was written; items may nest as deep as a text given alone.
+ *
+ * @example
+ * ```ts
+ * parseJsonArrayKeepingItems('[{"kind": "a"}, 2]').items; // [{ value: { kind: 'a' }, text: '{"kind": "a"}' }, { value: 2, text: '2' }]
+ * ```
+ */
+export function parseJsonArrayKeepingItems(text: string): { items: { value: JsonValue; text: string }[] } | { notAnArray: JsonValue } {
+  const parser = new Parser(text, null, MAX_JSON_DEPTH + 1);
+  parser.itemSpans = [];
+  const value = parseWith(parser);
+  if (!Array.isArray(value)) return { notAnArray: value };
+  return { items: value.map((item, index) => ({ value: item, text: text.slice(...parser.itemSpans![index]!) })) };
 }
 
 function parseWith(parser: Parser): JsonValue {
@@ -119,10 +141,13 @@ class Parser {
 
   /** Where the value of the top-level member {@link keptKey} stands in the text, once parsed. */
   keptSpan: [number, number] | null = null;
+  /** When set, where each item of a top-level array stands in the text. */
+  itemSpans: [number, number][] | null = null;
 
   constructor(
     readonly text: string,
     private readonly keptKey: string | null = null,
+    private readonly maxDepth = MAX_JSON_DEPTH,
   ) {
     this.len = text.length;
   }
@@ -169,7 +194,7 @@ class Parser {
 
   /** `this.pos` is at `{`. */
   private parseObject(depth: number): JsonObject {
-    if (depth > MAX_JSON_DEPTH) throw this.tooDeep(this.pos);
+    if (depth > this.maxDepth) throw this.tooDeep(this.pos);
     const text = this.text;
     const object: JsonObject = Object.create(null) as JsonObject;
     let pos = this.pos + 1;
@@ -219,7 +244,7 @@ class Parser {
 
   /** `this.pos` is at `[`. */
   private parseArray(depth: number): JsonArray {
-    if (depth > MAX_JSON_DEPTH) throw this.tooDeep(this.pos);
+    if (depth > this.maxDepth) throw this.tooDeep(this.pos);
     const text = this.text;
     const array: JsonArray = [];
     let pos = this.pos + 1;
@@ -230,9 +255,12 @@ class Parser {
       return array;
     }
     this.pos = pos;
+    const spans = depth === 1 ? this.itemSpans : null;
     try {
       for (;;) {
+        const start = spans === null ? 0 : this.valueStart(this.pos);
         array.push(this.parseValue(depth));
+        spans?.push([start, this.pos]);
         pos = this.pos;
         c = text.charCodeAt(pos);
         while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++pos);
@@ -428,7 +456,7 @@ class Parser {
     const { line, column } = lineAndColumn(this.text, offset);
     return new JsonParseError(
       'too_deep',
-      `nesting deeper than ${MAX_JSON_DEPTH} levels at ${where(line, column)}`,
+      `nesting deeper than ${MAX_JSON_DEPTH} levels in one event at ${where(line, column)}`,
       offset,
       line,
       column,

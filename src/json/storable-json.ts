@@ -1,12 +1,12 @@
-import type { JsonValue } from './json-value.js';
-import { type StringSanitizer, stringifyJson, stringifyJsonWith } from './stringify-json.js';
+import { isJsonObject, type JsonObject, type JsonValue } from './json-value.js';
+import { stringifyJson } from './stringify-json.js';
 
 /** `String.prototype.isWellFormed`: ES2024, present in every Node >= 20, missing from the ES2023 TS lib. */
 const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 
 /**
- * True when `s` holds a character PostgreSQL cannot store in `text` or `jsonb`: U+0000, or a
- * UTF-16 surrogate that is not part of a valid pair.
+ * True when `s` holds a character PostgreSQL cannot store in `text` (nor read out of `json`):
+ * U+0000, or a UTF-16 surrogate that is not part of a valid pair.
  *
  * @example
  * ```ts
@@ -22,116 +22,99 @@ export function hasUnstorableChar(s: string): boolean {
   return !isWellFormed.call(s);
 }
 
-/** A value ready for a `jsonb` column, with the exact text beside it when the two differ. */
-export interface StorableJson {
-  /**
-   * Compact JSON that PostgreSQL's `jsonb` accepts: every U+0000 and every lone surrogate, in
-   * string values and in object keys alike, replaced by U+FFFD.
-   */
-  payload: string;
-  /**
-   * `null` when `payload` is already exact; otherwise `stringifyJson(value)`, whose `\u0000`
-   * and `\ud800` escapes are plain ASCII that a `text` column holds, so the original value is
-   * `parseJson(exactText)`.
-   */
-  exactText: string | null;
-}
+/**
+ * The key of the object that stands in a readable payload for a string SQL cannot read:
+ * `{"os_audit_unstorable_string": "the string with U+FFFD in place of each such character"}`.
+ */
+export const UNSTORABLE_STRING_KEY = 'os_audit_unstorable_string';
 
 /**
- * Encodes a value for PostgreSQL: `payload` for a `jsonb` column and, only when something had
- * to be replaced to make it storable, `exactText` to keep the original losslessly.
- *
- * In the common case (nothing to replace) the value is walked and stringified once.
- *
- * Replacing can make two keys of one object equal (`"a\u0000"` and `"a\ud800"` both become
- * `"a\ufffd"`). `payload` then holds a repeated key, which `jsonb` accepts by keeping the last
- * one; that is acceptable because `exactText` is set whenever anything was replaced and keeps
- * both keys.
- *
- * A number beyond what PostgreSQL's `numeric` holds (more than 131072 digits before the point
- * or 16383 after it, such as `1e131072` or `1e-20000`) is written into `payload` as a string
- * of its literal, and `exactText` keeps the number.
- *
- * `jsonb` normalizes exponent forms (`2e3` is stored as `2000`, `-0` as `0`): the value read
- * back is equal, though not always the same `JsonFloat` text; `exactText` is not set for that.
+ * JSON text whose escapes PostgreSQL's JSON functions may refuse: `\u0000`, or a surrogate
+ * written as an escape (a lone one is refused, a pair is not; telling them apart is left to
+ * the careful path). Text holding such characters inside a string makes the check fail too:
+ * that only costs the careful path.
+ */
+const MAYBE_UNREADABLE_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
+
+/**
+ * Whether the JSON text of an event may hold an escape SQL cannot read; when false, the text is
+ * stored as it is. Looked for only where a `\u` is (a native scan), which is rare.
  *
  * @example
  * ```ts
- * toStorableJson({ a: 'ok' });
- * // { payload: '{"a":"ok"}', exactText: null }
- * toStorableJson({ a: 'x\u0000' });
- * // { payload: '{"a":"x\ufffd"}', exactText: '{"a":"x\\u0000"}' }
+ * mayHoldUnreadableEscape('{"kind":"x","a":"\\u00e9"}'); // false
+ * mayHoldUnreadableEscape('{"kind":"x","a":"\\u0000"}'); // true
  * ```
  */
-export function toStorableJson(value: JsonValue): StorableJson {
-  const sanitizer = new StorableSanitizer();
-  const payload = stringifyJsonWith(value, sanitizer);
-  return { payload, exactText: sanitizer.replaced ? stringifyJson(value) : null };
+export function mayHoldUnreadableEscape(text: string): boolean {
+  return text.includes('\\u') && MAYBE_UNREADABLE_ESCAPE.test(text);
 }
 
 /**
- * Escapes jsonb refuses (`\u0000`, a surrogate written as an escape: a lone one is refused, a
- * pair is not, but telling them apart is left to the careful path) and number literals that may
- * exceed `numeric` (a long run of digits, an exponent of four digits or more). Strings holding
- * such text make the check fail too: that only costs the careful path.
- */
-const MAYBE_UNSTORABLE_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
-const MAYBE_UNSTORABLE_NUMBER = /[0-9](?:[0-9]{63}|[eE][+-]?[0-9]{4})/;
-
-/** Either pattern; the escapes are looked for only where a `\u` is (a native scan), which is rare. */
-function maybeUnstorableText(text: string): boolean {
-  return (text.includes('\\u') && MAYBE_UNSTORABLE_ESCAPE.test(text)) || MAYBE_UNSTORABLE_NUMBER.test(text);
-}
-
-/**
- * {@link toStorableJson} for a value whose JSON source text is at hand (and was parsed with
- * `parseJson`): the source itself when jsonb can hold it as is, saving a second serialization;
- * `undefined` when the careful path must decide.
+ * A copy of an event that PostgreSQL's JSON functions can read, or `undefined` when the event
+ * holds no string they cannot (then its own text is readable as it is). Every string value
+ * holding U+0000 or a lone surrogate becomes `{"os_audit_unstorable_string": …}` with U+FFFD
+ * in their place, so that a reader of that field finds an object where it expects a string
+ * and knows why; keys, and the top-level `kind` (the `kind` column), get U+FFFD in place.
  *
  * @example
  * ```ts
- * storableSourceText('{"a": 1}'); // { payload: '{"a": 1}', exactText: null }
- * storableSourceText('{"a": "\\u0000"}'); // undefined
+ * readableStandIn({ kind: 'x', note: 'a\u0000b' });
+ * // { kind: 'x', note: { os_audit_unstorable_string: 'a\ufffdb' } }
+ * readableStandIn({ kind: 'x', note: 'fine' }); // undefined
  * ```
  */
-export function storableSourceText(sourceText: string): StorableJson | undefined {
-  return maybeUnstorableText(sourceText) ? undefined : { payload: sourceText, exactText: null };
+export function readableStandIn(event: JsonObject): JsonObject | undefined {
+  const standIn = replaceUnstorable(event, true);
+  return standIn === event ? undefined : (standIn as JsonObject);
 }
 
-class StorableSanitizer implements StringSanitizer {
-  replaced = false;
-
-  sanitize(text: string): string {
-    if (!hasUnstorableChar(text)) return text;
-    this.replaced = true;
-    return replaceUnstorableChars(text);
+/** `value` with the unstorable strings replaced, or `value` itself when it holds none. */
+function replaceUnstorable(value: JsonValue, topLevel: boolean): JsonValue {
+  if (typeof value === 'string') {
+    return hasUnstorableChar(value) ? { [UNSTORABLE_STRING_KEY]: replaceUnstorableChars(value) } : value;
   }
-
-  sanitizeNumber(literal: string): string {
-    if (fitsPostgresNumeric(literal)) return literal;
-    this.replaced = true;
-    return JSON.stringify(literal);
+  if (Array.isArray(value)) {
+    let copy: JsonValue[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = replaceUnstorable(value[i] as JsonValue, false);
+      if (item !== value[i]) (copy ??= value.slice())[i] = item;
+    }
+    return copy ?? value;
   }
+  if (!isJsonObject(value)) return value;
+  let copy: JsonObject | undefined;
+  const keys = Object.keys(value);
+  for (const key of keys) {
+    const member = value[key] as JsonValue;
+    const replaced =
+      topLevel && key === 'kind' && typeof member === 'string' ? replaceUnstorableChars(member) : replaceUnstorable(member, false);
+    if (replaced !== member || hasUnstorableChar(key)) {
+      copy ??= Object.create(null) as JsonObject;
+      break;
+    }
+  }
+  if (copy === undefined) return value;
+  for (const key of keys) {
+    const member = value[key] as JsonValue;
+    copy[replaceUnstorableChars(key)] =
+      topLevel && key === 'kind' && typeof member === 'string' ? replaceUnstorableChars(member) : replaceUnstorable(member, false);
+  }
+  return copy;
 }
 
-/** PostgreSQL `numeric` limits: 131072 digits before the decimal point, 16383 after it. */
-const NUMERIC_MAX_DIGITS_BEFORE_POINT = 131_072;
-const NUMERIC_MAX_DIGITS_AFTER_POINT = 16_383;
-const NUMBER_PARTS = /^-?([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/;
-
-/** Whether `jsonb` accepts this JSON number literal; cheap for ordinary literals. */
-export function fitsPostgresNumeric(literal: string): boolean {
-  if (literal.length < 64 && !/[eE]/.test(literal)) return true;
-  const parts = NUMBER_PARTS.exec(literal);
-  if (parts === null) return false;
-  const exponent = Number(parts[3] ?? '0');
-  const digitsBefore = parts[1]!.length + exponent;
-  const digitsAfter = (parts[2]?.length ?? 0) - exponent;
-  return digitsBefore <= NUMERIC_MAX_DIGITS_BEFORE_POINT && digitsAfter <= NUMERIC_MAX_DIGITS_AFTER_POINT;
+/** The JSON text of {@link readableStandIn}, when there is one. */
+export function readableStandInText(event: JsonObject): string | undefined {
+  const standIn = readableStandIn(event);
+  return standIn === undefined ? undefined : stringifyJson(standIn);
 }
 
-/** `s` with every U+0000 and every lone surrogate replaced by U+FFFD. */
-function replaceUnstorableChars(s: string): string {
+/**
+ * `s` with every U+0000 and every lone surrogate replaced by U+FFFD (the string itself when
+ * there is none).
+ */
+export function replaceUnstorableChars(s: string): string {
+  if (!hasUnstorableChar(s)) return s;
   const length = s.length;
   let out = '';
   let chunk = 0;

@@ -29,47 +29,29 @@ import { MAX_JSON_DEPTH } from './parse-json.js';
  * ```
  */
 export function stringifyJson(value: JsonValue): string {
-  return write(value, 0, null);
-}
-
-/**
- * Rewrites strings and number literals on their way out; each returns its argument when
- * nothing changes (`sanitizeNumber` returns the JSON text to write in place of the literal).
- * @internal used by `storable-json.ts`.
- */
-export interface StringSanitizer {
-  sanitize(text: string): string;
-  sanitizeNumber(literal: string): string;
-}
-
-/**
- * {@link stringifyJson} with every string and key passed through `sanitizer` first.
- * @internal used by `storable-json.ts`.
- */
-export function stringifyJsonWith(value: JsonValue, sanitizer: StringSanitizer): string {
-  return write(value, 0, sanitizer);
+  return write(value, 0);
 }
 
 /** Grammar of a JSON number that has a fraction or an exponent (or both). */
 const FLOAT_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)$/;
 
-function write(value: JsonValue, depth: number, sanitizer: StringSanitizer | null): string {
+function write(value: JsonValue, depth: number): string {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(sanitizer === null ? value : sanitizer.sanitize(value));
+      return JSON.stringify(value);
     case 'number':
       if (value === 0) return Object.is(value, -0) ? '-0' : '0';
       if (Number.isFinite(value)) return String(value);
       throw new TypeError(`${value} cannot be written as JSON`);
     case 'bigint':
-      return sanitizer === null ? value.toString() : sanitizer.sanitizeNumber(value.toString());
+      return value.toString();
     case 'boolean':
       return value ? 'true' : 'false';
     case 'object': {
       if (value === null) return 'null';
       if (value instanceof JsonFloat) {
         const text = value.text;
-        if (typeof text === 'string' && FLOAT_TEXT.test(text)) return sanitizer === null ? text : sanitizer.sanitizeNumber(text);
+        if (typeof text === 'string' && FLOAT_TEXT.test(text)) return text;
         throw new TypeError(`JsonFloat text ${JSON.stringify(text)} is not a JSON number with a fraction or an exponent`);
       }
       if (depth >= MAX_JSON_DEPTH) {
@@ -78,8 +60,8 @@ function write(value: JsonValue, depth: number, sanitizer: StringSanitizer | nul
       if (Array.isArray(value)) {
         const length = value.length;
         if (length === 0) return '[]';
-        let out = '[' + write(value[0] as JsonValue, depth + 1, sanitizer);
-        for (let i = 1; i < length; i++) out += ',' + write(value[i] as JsonValue, depth + 1, sanitizer);
+        let out = '[' + write(value[0] as JsonValue, depth + 1);
+        for (let i = 1; i < length; i++) out += ',' + write(value[i] as JsonValue, depth + 1);
         return out + ']';
       }
       let out = '{';
@@ -88,9 +70,9 @@ function write(value: JsonValue, depth: number, sanitizer: StringSanitizer | nul
         // As JSON.stringify does: SDK objects leave optional fields undefined to mean absent.
         if (member === undefined) continue;
         if (out.length > 1) out += ',';
-        out += JSON.stringify(sanitizer === null ? key : sanitizer.sanitize(key));
+        out += JSON.stringify(key);
         out += ':';
-        out += write(member, depth + 1, sanitizer);
+        out += write(member, depth + 1);
       }
       return out + '}';
     }

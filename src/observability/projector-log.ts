@@ -7,7 +7,7 @@ const BATCH_SUMMARY_MS = 5000;
 
 /**
  * Logs what a projector reports, one structured line per fact (field `event` names it:
- * `leader`, `standby`, `halted`, `retry`, `listener`, `waiting`, `projected`, `batch`), with a
+ * `leader`, `standby`, `stopped`, `retry`, `listener`, `waiting`, `projected`, `batch`), with a
  * message a person can read alone. Batches are summed up every five seconds at `info` (or
  * not at all with `summarizeBatches: false`); each is logged at `debug`.
  *
@@ -36,11 +36,14 @@ export class ProjectorLog {
         return this.log.info({ event: 'leader', epoch: event.epoch }, `leader: ${event.owner} holds the lease (epoch ${event.epoch})`);
       case 'standby':
         return this.log.warn({ event: 'standby', reason: event.reason }, `standby: ${event.reason}`);
-      case 'halted':
+      case 'stopped': {
+        const [first] = event.sessions;
+        const more = event.count > 1 ? ` (and ${event.count - 1} more sessions; see os-audit status)` : '';
         return this.log.error(
-          { event: 'halted', reason: event.error.reason, detail: event.error.detail, error: event.error.message },
-          `halted: ${event.error.message}`,
+          { event: 'stopped', sessions: event.sessions, count: event.count },
+          `stopped session ${JSON.stringify(first?.session_id)} at seq ${first?.seq} (${first?.reason}): ${first?.problem}${more}; every other session goes on`,
         );
+      }
       case 'retry':
         if (event.delayMs === 0) {
           return this.log.warn({ event: 'listener', error: event.error.message }, `append listener: ${event.error.message}; polling until it reconnects`);
@@ -57,7 +60,7 @@ export class ProjectorLog {
         this.pending.events += eventsApplied;
         this.pending.skipped += skipped;
         this.pending.batches += 1;
-        this.pending.checkpoint = checkpoint;
+        this.pending.checkpoint = checkpoint ?? this.pending.checkpoint;
         return;
       }
     }

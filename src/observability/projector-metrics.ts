@@ -35,7 +35,8 @@ export class ProjectorMetrics {
   private readonly lagSeconds;
   private readonly projectionErrors;
   private readonly leader;
-  private readonly halted;
+  private readonly stoppedSessions;
+  private readonly blockedSessions;
 
   constructor(labels: ProjectorMetricsLabels) {
     collectDefaultMetrics({ register: this.registry });
@@ -44,7 +45,7 @@ export class ProjectorMetrics {
     const labelNames = ['projection'] as const;
     this.eventsProjected = new Counter({
       name: 'os_audit_events_projected_total',
-      help: 'Events this daemon folded into the projection (poison events set aside not included).',
+      help: 'Events this daemon folded into the projection (events set aside not included).',
       labelNames,
       registers,
     }).labels(projection);
@@ -65,7 +66,7 @@ export class ProjectorMetrics {
     this.batchDuration = batchDuration.labels(projection);
     this.poisonEvents = new Counter({
       name: 'os_audit_poison_events_total',
-      help: 'Poison events this daemon set aside in projection_errors (--skip-invalid) since it started.',
+      help: 'Events the projection cannot read that this daemon set aside in projection_errors (--skip-invalid) since it started.',
       labelNames,
       registers,
     }).labels(projection);
@@ -83,7 +84,7 @@ export class ProjectorMetrics {
     }).labels(projection);
     this.projectionErrors = new Gauge({
       name: 'os_audit_projection_errors',
-      help: 'Rows in projection_errors: poison events set aside by any daemon or rebuild, ever (refreshed every second).',
+      help: 'Rows in projection_errors: unreadable events set aside by any daemon or rebuild, ever (refreshed every second).',
       labelNames,
       registers,
     }).labels(projection);
@@ -93,9 +94,15 @@ export class ProjectorMetrics {
       labelNames,
       registers,
     }).labels(projection);
-    this.halted = new Gauge({
-      name: 'os_audit_halted',
-      help: '1 while this daemon leads but is stopped by a poison event or a hole in a log, else 0.',
+    this.stoppedSessions = new Counter({
+      name: 'os_audit_sessions_stopped_total',
+      help: 'Sessions this daemon stopped at an event the projection cannot read or at a hole in their log, since it started.',
+      labelNames,
+      registers,
+    }).labels(projection);
+    this.blockedSessions = new Gauge({
+      name: 'os_audit_blocked_sessions',
+      help: 'Sessions the projection is stopped at (projection_blocked_sessions), by any daemon or rebuild (refreshed every second).',
       labelNames,
       registers,
     }).labels(projection);
@@ -106,9 +113,8 @@ export class ProjectorMetrics {
       registers,
     }).set(labels, 1);
     // Every sample from the start, so that rate() and alerts see the zeros.
-    for (const counter of [this.eventsProjected, this.batches, this.poisonEvents]) counter.inc(0);
+    for (const counter of [this.eventsProjected, this.batches, this.poisonEvents, this.stoppedSessions]) counter.inc(0);
     this.leader.set(0);
-    this.halted.set(0);
   }
 
   /** Counts what a projector reports (pass it as, or call it from, `onEvent`). */
@@ -119,17 +125,15 @@ export class ProjectorMetrics {
         this.poisonEvents.inc(event.result.skipped);
         this.batches.inc();
         this.batchDuration.observe(event.durationMs / 1000);
-        this.halted.set(0);
         return;
       case 'leader':
         this.leader.set(1);
         return;
       case 'standby':
         this.leader.set(0);
-        this.halted.set(0);
         return;
-      case 'halted':
-        this.halted.set(1);
+      case 'stopped':
+        this.stoppedSessions.inc(event.count);
         return;
     }
   }
@@ -139,6 +143,7 @@ export class ProjectorMetrics {
     this.lagEvents.set(status.behind.events);
     this.lagSeconds.set(status.behind.seconds);
     this.projectionErrors.set(status.skippedEvents);
+    this.blockedSessions.set(status.blockedSessions);
   }
 
   /** Every metric in the Prometheus text format (serve it with {@link contentType}). */

@@ -12,8 +12,9 @@ export interface ReadinessReport {
 /**
  * Whether a projector daemon is doing its job, from what it reports and from the status reads
  * of its monitor. Ready once it has reached the database, as long as its last contact with
- * the database (a status read, taking the lease, a batch) is at most `staleAfterMs` old, it
- * is not halted on a poison event or a hole, and it is not waiting to retry after an error.
+ * the database (a status read, taking the lease, a batch) is at most `staleAfterMs` old, and
+ * it is not waiting to retry after an error. Sessions the projection stopped (at an event it
+ * cannot read, or a hole in their log) do not make it unready: every other session goes on.
  *
  * @example
  * ```ts
@@ -29,7 +30,6 @@ export class Readiness {
   /** When the projector's loop last came round (a batch, the lease taken, a round with nothing to do). */
   private lastRoundAt: number | undefined;
   private statusError: Error | undefined;
-  private haltedBy: string | undefined;
   private retry: { message: string; delayMs: number; until: number } | undefined;
   private readonly now: () => number;
 
@@ -46,18 +46,13 @@ export class Readiness {
         return;
       case 'standby':
         this.role = 'standby';
-        this.haltedBy = undefined;
         return;
       case 'batch':
-        this.haltedBy = undefined;
         this.reached();
         return;
       case 'idle':
         if (this.role === 'starting') this.role = event.role;
         this.reached();
-        return;
-      case 'halted':
-        this.haltedBy = event.error.message;
         return;
       case 'retry':
         // A delay of 0 is the append listener reconnecting: polling carries on meanwhile.
@@ -86,7 +81,6 @@ export class Readiness {
     const role = this.role;
     const notReady = (reason: string): ReadinessReport => ({ ready: false, role, reason });
     if (role === 'stopping') return notReady('the daemon is stopping');
-    if (this.haltedBy !== undefined) return notReady(`halted: ${this.haltedBy}`);
     const now = this.now();
     if (this.retry !== undefined && now < this.retry.until) {
       return notReady(`retrying after an error (next attempt after ${this.retry.delayMs} ms): ${this.retry.message}`);

@@ -13,6 +13,19 @@ export interface HorizonHolder {
   preparedTransaction: string | null;
 }
 
+/** A session a projection is stopped at. */
+export interface BlockedSession {
+  sessionId: string;
+  seq: number;
+  kind: string | null;
+  reason: string;
+  problem: string;
+  since: Date;
+}
+
+/** How many stopped sessions a status names. */
+const BLOCKED_LISTED = 5;
+
 /** What `os-audit status` shows: how far a projection is, who writes it, what holds it back. */
 export interface ProjectionStatus {
   projection: string;
@@ -20,7 +33,12 @@ export interface ProjectionStatus {
   behind: { events: number; seconds: number };
   leader: { owner: string; epoch: number; expiresAt: Date; live: boolean } | null;
   lastError: { message: string; at: Date | null } | null;
+  /** Unreadable events set aside (`--skip-invalid`). */
   skippedEvents: number;
+  /** Sessions the projection is stopped at: at an event it cannot read, or at a hole in their log. */
+  blockedSessions: number;
+  /** The first of them, oldest first (all are in the view `os_blocked_sessions`). */
+  blocked: BlockedSession[];
   /** Set when committed events wait behind an older open transaction. */
   horizonHeldBy: HorizonHolder | null;
 }
@@ -57,6 +75,15 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
     .where('projection', '=', projection)
     .executeTakeFirstOrThrow();
 
+  const blocked = await db
+    .selectFrom('projection_blocked_sessions')
+    .select(['session_id', 'seq', 'kind', 'reason', 'problem', 'blocked_at', sql<number>`count(*) OVER ()`.as('total')])
+    .where('projection', '=', projection)
+    .orderBy('blocked_at')
+    .orderBy('session_id')
+    .limit(BLOCKED_LISTED)
+    .execute();
+
   const heldBack = behind.events > 0 && (await backlogWaitsForOpenTransaction(db, checkpoint));
   return {
     projection,
@@ -70,6 +97,8 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
     leader: lease ? { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expires_at, live: lease.live } : null,
     lastError: checkpoint.last_error ? { message: checkpoint.last_error, at: checkpoint.last_error_at } : null,
     skippedEvents: Number(skipped.n),
+    blockedSessions: blocked[0]?.total ?? 0,
+    blocked: blocked.map((row) => ({ sessionId: row.session_id, seq: row.seq, kind: row.kind, reason: row.reason, problem: row.problem, since: row.blocked_at })),
     horizonHeldBy: heldBack ? await findHorizonHolder(db) : null,
   };
 }

@@ -1,77 +1,45 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { type EventReads, readFieldsSql } from './event-reads.js';
 
 /**
  * A batch of events as a projection folds it: two relations, in SQL.
  */
 export interface EventBatchSql {
   /**
-   * The events, or at least those of the kinds in {@link Projection.readsPayloadOf}:
-   * `session_id`, `seq`, `kind`, `recorded_at`, `payload` (set only for those kinds) and
-   * `problem` (why the projection cannot read the event).
+   * The events to fold of the kinds in {@link Projection.reads}, each readable: `session_id`,
+   * `seq`, `kind`, `recorded_at`, and one typed column per field the projection reads (see
+   * `readFieldsSql`).
    */
   events: RawBuilder<unknown>;
   /**
-   * Each session of the batch once: `session_id`, `last_seq` (its highest seq) and the
-   * projection's {@link Projection.sessionAggregates}.
+   * Each session the batch moves once: `session_id`, `last_seq` (the last seq folded now) and
+   * one column per {@link Projection.counters} entry, the batch's count of that kind.
    */
   sessions: RawBuilder<unknown>;
 }
 
 /**
- * A relation of events as a whole batch: the events, and their sessions grouped from them with
- * `sessionAggregates` (a projection's {@link Projection.sessionAggregates}).
- *
- * @example
- * ```ts
- * const batch = eventBatchOf(sql`os_audit_batch`, projection.sessionAggregates);
- * await sql`WITH ${projection.foldSql(batch)} SELECT`.execute(trx);
- * ```
- */
-export function eventBatchOf(events: RawBuilder<unknown>, sessionAggregates: RawBuilder<unknown>): EventBatchSql {
-  return {
-    events,
-    sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${sessionAggregates} FROM ${events} AS e GROUP BY session_id)`,
-  };
-}
-
-/**
  * A projection the projector keeps up to date: SQL tables folded from the event log.
  *
- * The projector reads new events in batches, each session's events contiguous and continuing
- * where the projection left it; the projection folds a batch into its own tables.
+ * The projector reads new events in batches, each session's events in seq order continuing
+ * where the projection left it; it reads the fields the projection names, stops a session at
+ * an event the projection cannot read (or at a hole in its log), and hands the projection the
+ * rest to fold into its own tables.
  */
 export interface Projection {
-  /** The name of its checkpoint, lease and errors. */
+  /** The name of its checkpoint, lease, blocked sessions and set-aside events. */
   readonly name: string;
   /** Its table with one row per session, `session_id` and `last_seq`: how far each is folded. */
-  readonly sessionHeads: 'os_snapshots';
-  /** The kinds whose body the projection reads; other events come without `payload`. */
-  readonly readsPayloadOf: readonly string[];
-  /**
-   * The SQL function `(kind text, payload jsonb) → text` that says why the projection cannot
-   * read an event (a poison event), or NULL when it can.
-   */
-  readonly problemFunction: 'os_snapshot_event_problem';
-  /**
-   * What it keeps per session of a batch, as aggregates over the batch's events (`kind`,
-   * `seq`, …) with their names: the projector computes them in the pass over the batch that
-   * checks it, and hands them to {@link foldSql} in `sessions`.
-   *
-   * @example
-   * ```ts
-   * sessionAggregates: sql`count(*) FILTER (WHERE kind = 'page_out') AS page_out_count`
-   * ```
-   */
-  readonly sessionAggregates: RawBuilder<unknown>;
+  readonly sessionHeads: string;
+  /** The kinds whose fields it reads, and how (see `defineEventReads`). */
+  readonly reads: EventReads;
+  /** Its counters: column name → the kind it counts, whatever the event's fields. */
+  readonly counters: Readonly<Record<string, string>>;
   /**
    * Its fold, as common table expressions (`name AS (…), …`, writing with `INSERT … ON
-   * CONFLICT`) over a batch: the events whose `problem` is NULL are folded, every session
-   * moves to its `last_seq`. The projector puts them in one statement after its own
-   * expressions (named `batch_…`), over its batch table or a window of the log read straight
-   * from `session_events`. They take no parameters: the projector prepares the fold of its
-   * batch table once per connection, for live batches, where planning would cost more than
-   * running it.
+   * CONFLICT`) over a batch: every session moves to its `last_seq`. The projector puts them in
+   * its own statement after its expressions (named `batch_…`). They take no parameters.
    *
    * @example
    * ```ts
@@ -82,4 +50,47 @@ export interface Projection {
   foldSql(batch: EventBatchSql): RawBuilder<unknown>;
   /** Removes all the projection wrote (a rebuild starts from there). */
   clear(db: Kysely<DB>): Promise<void>;
+}
+
+/**
+ * A relation of stored events (`session_id`, `seq`, `kind`, `recorded_at`, `payload`) as a
+ * whole batch for `projection`: each event's fields read (an unreadable one left out, without
+ * stopping its session), its sessions grouped from it. The set-based projection of everything (the benchmark's limit) folds the whole log so.
+ *
+ * @example
+ * ```ts
+ * const batch = eventBatchOf(projection, sql`session_events`);
+ * await sql`WITH ${projection.foldSql(batch)} SELECT`.execute(trx);
+ * ```
+ */
+export function eventBatchOf(projection: Projection, events: RawBuilder<unknown>): EventBatchSql {
+  const kinds = sql.join(Object.keys(projection.reads).map((kind) => sql.lit(kind)));
+  return {
+    events: sql`(SELECT e.session_id, e.seq, e.kind, e.recorded_at, r.* FROM ${events} AS e
+      CROSS JOIN LATERAL ${readFieldsSql(projection.reads, sql`e.kind`, sql`e.payload`)} AS r
+      WHERE e.kind IN (${kinds}) AND r.problem IS NULL)`,
+    sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${countersSql(projection)} FROM ${events} AS e GROUP BY session_id)`,
+  };
+}
+
+/** The projection's counters as aggregates over events with a `kind` column (of those `where` holds for). */
+export function countersSql(projection: Projection, where: RawBuilder<boolean> = sql`true`): RawBuilder<unknown> {
+  return sql.join(
+    Object.entries(projection.counters).map(
+      ([column, kind]) => sql`count(*) FILTER (WHERE kind = ${sql.lit(kind)} AND ${where}) AS ${sql.id(column)}`,
+    ),
+  );
+}
+
+/**
+ * The whole log folded into the projection's empty tables in one statement: the set-based
+ * projection of everything, the limit the benchmark compares the projector with.
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute((trx) => foldWholeLogSql(osSnapshotProjection).execute(trx));
+ * ```
+ */
+export function foldWholeLogSql(projection: Projection): RawBuilder<unknown> {
+  return sql`WITH ${projection.foldSql(eventBatchOf(projection, sql`session_events`))} SELECT`;
 }

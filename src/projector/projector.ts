@@ -1,17 +1,18 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
-import { type PinnedConnection, withPinnedConnection } from '../db/pinned-connection.js';
+import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
 import type { Checkpoint } from './checkpoint.js';
 import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
-import { CheckpointMovedError, ProjectionHaltedError } from './projection-halted-error.js';
+import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
-import { type BatchResult, PREPARED_FOLD_UP_TO, runBatch, runBatchInOneTrip } from './run-batch.js';
+import { type BatchResult, runBatch } from './run-batch.js';
+import type { StoppedSession } from './sql/batch-sql.js';
 
 /**
  * Events per batch by default: large enough that a batch's fixed costs (its statements'
@@ -28,7 +29,10 @@ export interface ProjectorOptions {
   pollIntervalMs?: number;
   /** How long a lease lasts without renewal; a standby takes over this long after a crash. Default 5000 ms. */
   leaseTtlMs?: number;
-  /** Set poison events aside in `projection_errors` instead of stopping. */
+  /**
+   * Set events the projection cannot read aside in `projection_errors` instead of stopping
+   * their session, and take up again the sessions stopped at one.
+   */
   skipInvalid?: boolean;
   /** This projector's name in the lease; default `host:pid:random`. */
   owner?: string;
@@ -43,7 +47,8 @@ export type ProjectorEvent =
   | { type: 'leader'; owner: string; epoch: number }
   | { type: 'standby'; owner: string; reason: string }
   | { type: 'batch'; result: BatchResult; durationMs: number }
-  | { type: 'halted'; error: ProjectionHaltedError }
+  /** A batch stopped sessions: at an event the projection cannot read, or at a hole in the log. */
+  | { type: 'stopped'; sessions: StoppedSession[]; count: number }
   | { type: 'retry'; error: Error; delayMs: number }
   | { type: 'waiting'; reason: string }
   /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
@@ -52,6 +57,8 @@ export type ProjectorEvent =
 export interface CatchUpReport {
   eventsApplied: number;
   skipped: number;
+  /** Sessions stopped during the catch-up (see `projection_blocked_sessions`). */
+  stopped: number;
   batches: number;
   checkpoint: Checkpoint | undefined;
 }
@@ -72,10 +79,8 @@ export class Projector {
   readonly lease: Lease;
   private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner'>>;
   private held: HeldLease | null = null;
-  /** The end of this projector's last batch under the lease it holds, while it is a live-sized one. */
-  private liveCheckpoint: Checkpoint | undefined;
-  /** Connections on which a batch ran in full, so that they have the batch table and the prepared fold. */
-  private readonly preparedConnections = new WeakSet<pg.PoolClient>();
+  /** Connections this projector has set up for batches (no JIT: a batch is planned cheap and runs once). */
+  private readonly readyConnections = new WeakSet<pg.ClientBase>();
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -100,40 +105,29 @@ export class Projector {
     return this.held !== null;
   }
 
-  /** Runs one batch in its own transaction; the lease must be held. */
+  /** Runs one batch (one statement); the lease must be held. */
   async step(): Promise<BatchResult> {
     const held = this.held;
     if (held === null) throw new LeaseLostError(this.projection.name, this.lease.owner, 0);
     const started = performance.now();
-    const from = this.liveCheckpoint;
-    this.liveCheckpoint = undefined;
     try {
       const result =
         poolOf(this.db) === undefined
-          ? await this.db.transaction().execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options))
-          : await withPinnedConnection(this.db, (connection) => this.runBatchOn(connection, held, from));
-      if (result.windowCount <= PREPARED_FOLD_UP_TO) this.liveCheckpoint = result.checkpoint;
-      if (result.windowCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
+          ? await runBatch(this.db, this.projection, held, this.options)
+          : await withPinnedConnection(this.db, async ({ client }) => {
+              if (!this.readyConnections.has(client)) {
+                await client.query('SET jit = off');
+                this.readyConnections.add(client);
+              }
+              return runBatch(this.db, this.projection, held, this.options, client);
+            });
+      if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
+      if (result.stoppedCount > 0) this.emit({ type: 'stopped', sessions: result.stopped, count: result.stoppedCount });
       return result;
     } catch (error) {
       if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) this.standby(error.message);
-      if (error instanceof ProjectionHaltedError) await this.recordError(error);
       throw error;
     }
-  }
-
-  /**
-   * A batch in one round trip when the last one was live-sized and ran on a connection known to
-   * be ready for it; otherwise, or when the batch turns out not to be simple, in steps.
-   */
-  private async runBatchOn(connection: PinnedConnection, held: HeldLease, from: Checkpoint | undefined): Promise<BatchResult> {
-    if (from !== undefined && this.preparedConnections.has(connection.client)) {
-      const result = await runBatchInOneTrip(connection, this.projection, this.lease, held, from, this.options);
-      if (result !== undefined) return result;
-    }
-    const result = await connection.db.transaction().execute((trx) => runBatch(trx, this.projection, this.lease, held, this.options));
-    this.preparedConnections.add(connection.client);
-    return result;
   }
 
   /**
@@ -142,7 +136,7 @@ export class Projector {
    */
   async catchUp(signal?: AbortSignal): Promise<CatchUpReport> {
     const target = await currentTransactionLimit(this.db);
-    const report: CatchUpReport = { eventsApplied: 0, skipped: 0, batches: 0, checkpoint: undefined };
+    const report: CatchUpReport = { eventsApplied: 0, skipped: 0, stopped: 0, batches: 0, checkpoint: undefined };
     try {
       while (!signal?.aborted) {
         if (!(await this.lead())) {
@@ -157,11 +151,12 @@ export class Projector {
           if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) continue;
           throw error;
         }
-        report.checkpoint = result.checkpoint;
-        if (result.windowCount > 0) {
+        if (result.windowCount > 0 || result.resumedCount > 0) {
+          report.checkpoint = result.checkpoint ?? report.checkpoint;
           report.batches += 1;
           report.eventsApplied += result.eventsApplied;
           report.skipped += result.skipped;
+          report.stopped += result.stoppedCount;
           continue;
         }
         if (await horizonHasPassed(this.db, target)) return report;
@@ -177,15 +172,14 @@ export class Projector {
   /**
    * The daemon: folds new events as they are appended until `signal` aborts, then releases
    * the lease. Woken by NOTIFY, polling as a fallback; a standby takes over within the lease's
-   * time to live when the leader dies. A halted projection keeps its lease and reports the
-   * error instead of crash-looping, and tries again now and then.
+   * time to live when the leader dies. A session the projection cannot go on with stops alone
+   * (reported, see `projection_blocked_sessions`); the others go on.
    */
   async run(signal: AbortSignal): Promise<void> {
     const listener = this.settings.listenUrl ? new AppendListener(this.settings.listenUrl, (error) => this.emit({ type: 'retry', error, delayMs: 0 })) : undefined;
     listener?.start();
     const idle = (ms: number) => (listener ? listener.wait(ms, signal) : sleep(ms, signal));
     let retryDelayMs = 500;
-    let haltedUntil = 0;
     try {
       while (!signal.aborted) {
         try {
@@ -194,15 +188,10 @@ export class Projector {
             await sleep(Math.min(this.options.pollIntervalMs, this.options.leaseTtlMs / 2), signal);
             continue;
           }
-          if (Date.now() < haltedUntil) {
-            await this.lease.renew(this.held!);
-            await sleep(this.options.pollIntervalMs, signal);
-            continue;
-          }
           const result = await this.step();
           retryDelayMs = 500;
           // The next step renews the lease as it starts: no round trip of its own after a wake.
-          if (result.windowCount === 0) {
+          if (result.windowCount === 0 && result.resumedCount === 0) {
             this.emit({ type: 'idle', role: 'leader' });
             await idle(this.options.pollIntervalMs);
           } else if (listener !== undefined && result.windowCount < this.options.batchSize) {
@@ -215,8 +204,6 @@ export class Projector {
             this.standby(error.message);
           } else if (error instanceof CheckpointMovedError) {
             continue;
-          } else if (error instanceof ProjectionHaltedError) {
-            haltedUntil = Date.now() + 10 * this.options.pollIntervalMs;
           } else {
             this.emit({ type: 'retry', error: error as Error, delayMs: retryDelayMs });
             await sleep(retryDelayMs, signal);
@@ -242,15 +229,6 @@ export class Projector {
     if (this.held === null) return;
     this.held = null;
     this.emit({ type: 'standby', owner: this.lease.owner, reason });
-  }
-
-  private async recordError(error: ProjectionHaltedError): Promise<void> {
-    this.emit({ type: 'halted', error });
-    await this.db
-      .updateTable('projection_checkpoints')
-      .set({ last_error: error.message, last_error_at: sql`now()` })
-      .where('projection', '=', this.projection.name)
-      .execute();
   }
 
   private emit(event: ProjectorEvent): void {

@@ -9,6 +9,7 @@ import { runBatch } from './run-batch.js';
 
 export interface RebuildOptions {
   batchSize?: number;
+  /** Set unreadable events aside instead of stopping their session. */
   skipInvalid?: boolean;
   /** Called after each batch with the events folded so far. */
   onProgress?: (eventsApplied: number) => void;
@@ -17,13 +18,19 @@ export interface RebuildOptions {
 export interface RebuildReport {
   eventsApplied: number;
   skipped: number;
+  /** Sessions stopped at an event the projection cannot read, or at a hole in their log. */
+  stopped: number;
   checkpoint: Checkpoint;
 }
+
+/** The lease a rebuild holds while it works: long, since it runs in one transaction. */
+const REBUILD_LEASE_TTL_MS = 60_000;
 
 /**
  * Folds a projection again from the start of the log, in one transaction: readers keep seeing
  * the old tables until it commits, then the new ones, never a half-built state. It seizes the
- * lease (a running daemon is fenced out and waits), and gives it back when done.
+ * lease (a running daemon is fenced out and waits), and gives it back when done. Stopped
+ * sessions and set-aside events are cleared first, and found again as the log is folded.
  *
  * @example
  * ```ts
@@ -32,25 +39,28 @@ export interface RebuildReport {
  */
 export async function rebuildProjection(db: Kysely<DB>, projection: Projection, options: RebuildOptions = {}): Promise<RebuildReport> {
   return db.transaction().execute(async (trx) => {
-    const lease = new Lease(trx, projection.name, `rebuild@${hostname()}:${process.pid}`, 60_000);
+    const lease = new Lease(trx, projection.name, `rebuild@${hostname()}:${process.pid}`, REBUILD_LEASE_TTL_MS);
     const held = await lease.seize();
     await projection.clear(trx);
     await trx.deleteFrom('projection_errors').where('projection', '=', projection.name).execute();
+    await trx.deleteFrom('projection_blocked_sessions').where('projection', '=', projection.name).execute();
     await trx
       .updateTable('projection_checkpoints')
       .set({ transaction_id: LOG_START.transactionId, position: LOG_START.position, epoch: held.epoch, events_applied: 0, last_error: null, last_error_at: null })
       .where('projection', '=', projection.name)
       .execute();
-    const report: RebuildReport = { eventsApplied: 0, skipped: 0, checkpoint: LOG_START };
+    const report: RebuildReport = { eventsApplied: 0, skipped: 0, stopped: 0, checkpoint: LOG_START };
     for (;;) {
-      const batch = await runBatch(trx, projection, lease, held, {
+      const batch = await runBatch(trx, projection, held, {
         batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
         skipInvalid: options.skipInvalid ?? false,
+        leaseTtlMs: REBUILD_LEASE_TTL_MS,
       });
       if (batch.windowCount === 0) break;
       report.eventsApplied += batch.eventsApplied;
       report.skipped += batch.skipped;
-      report.checkpoint = batch.checkpoint;
+      report.stopped += batch.stoppedCount;
+      report.checkpoint = batch.checkpoint ?? report.checkpoint;
       options.onProgress?.(report.eventsApplied);
     }
     await lease.release(held);

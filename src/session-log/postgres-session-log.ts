@@ -1,39 +1,102 @@
 import type { Kysely } from 'kysely';
 import { type DatabaseOptions, openDatabase } from '../db/open-database.js';
 import type { DB } from '../db/schema.js';
-import type { JsonObject } from '../json/json-value.js';
+import { parseJson } from '../json/parse-json.js';
+import { type EncodedEvent, encodeSdkEvent } from '../store/encode-event.js';
 import { EventStore } from '../store/event-store.js';
-import type { SessionLog, SessionLogEntry } from './session-log.js';
+import { PostgresKernelJournal } from './postgres-kernel-journal.js';
+import type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } from './session-log.js';
 
 /**
- * The runtime's {@link SessionLog} kept in the os-audit event store, so that the agent runtime
- * writes its sessions straight to PostgreSQL (where the projector folds them into the OS
- * snapshot tables) instead of to `<session_id>.jsonl` files.
+ * The kinds of the kernel primitives `syscall` and `mm` (every other kind is `sched`), as the
+ * SDK maps them (`primitiveForKind` in `node/src/runtime/kernel-event-log.ts`).
+ */
+export interface KernelPrimitiveKinds {
+  readonly syscall: readonly string[];
+  readonly mm: readonly string[];
+}
+
+/** The SDK's map at v0.2.60 (the default). */
+export const KERNEL_PRIMITIVES_V0_2_60: KernelPrimitiveKinds = {
+  syscall: ['tool_gated', 'capability_changed'],
+  mm: ['compressed', 'page_out', 'page_in', 'page_in_requested', 'renewed', 'context_renewed', 'memory_written', 'memory_queried', 'memory_validation_failed'],
+};
+
+/** The SDK's map at 0.2.36 (commit 5c2a79c): `large_result_spooled` was `mm` too. */
+export const KERNEL_PRIMITIVES_V0_2_36: KernelPrimitiveKinds = {
+  syscall: KERNEL_PRIMITIVES_V0_2_60.syscall,
+  mm: [...KERNEL_PRIMITIVES_V0_2_60.mm, 'large_result_spooled'],
+};
+
+export interface PostgresSessionLogOptions {
+  /**
+   * How `read` gives events back: `'plain'` (default) as `JSON.parse` gives them, as the SDKs'
+   * own logs do; `'exact'` through `parseJson`, integers above 2^53 as `bigint` and numbers
+   * written with a fraction or an exponent as `JsonFloat` (for audit code).
+   */
+  values?: 'plain' | 'exact';
+  /** The kinds of each kernel primitive, for `read`'s `primitiveFilter`; default {@link KERNEL_PRIMITIVES_V0_2_60}. */
+  primitives?: KernelPrimitiveKinds;
+}
+
+/** One append waiting for its turn, with what to tell its caller. */
+interface QueuedAppend {
+  event: EncodedEvent;
+  resolve: (seq: number) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * The runtime's {@link SessionLog} kept in the os-audit event store, a drop-in for the SDKs'
+ * `FileSessionLog` and `InMemorySessionLog`: the agent runtime writes its sessions straight to
+ * PostgreSQL, where the projector folds them into the snapshot tables, and keeps its kernel
+ * journal there too ({@link kernelJournal}).
  *
- * - Each event is validated against the contract before it is sent: an invalid one is rejected
- *   with an `InvalidEventError` naming the session and the field, and nothing is stored.
- * - Any number of writers, in any number of processes, may append to one session at once: each
- *   append is a single statement that locks the session's head row, so every event gets its own
- *   seq, gap-free, and events a writer appends one after the other keep that order.
- * - Events are read back exactly as stored: integers above 2^53 are `bigint`, extra fields and
- *   unknown kinds are kept.
+ * - **Stored as written.** Each event is stored as `JSON.stringify` writes it (as the SDKs'
+ *   file log does): any object with a non-empty string `kind`. An event that is not one is
+ *   rejected with an `InvalidEventError` naming the session, and nothing is stored.
+ * - **Call order.** Appends to one session on one instance take seqs in the order they were
+ *   called, even when started together (`Promise.all`): while one is on its way, the next ones
+ *   wait and then go together, in one statement.
+ * - **Many writers.** Any number of instances, in any number of processes, may append to one
+ *   session at once: each append locks the session's head row, so every event gets its own
+ *   seq, gap-free.
+ * - **Read back** as plain values (`JSON.parse` of what was written, keys in written order), or
+ *   exactly with `values: 'exact'`.
+ *
+ * Its type parameter is the runtime's event type (`SessionEvent` of the SDK). Left out, it is
+ * `any`, so that the log is a `SessionLog` of the SDK of any version as it is, without a cast;
+ * given, appends and reads are typed.
  *
  * @example
  * ```ts
- * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL! });
+ * import { FileSessionLog, type SessionEvent } from '@deepstrike/sdk';
+ * const log = PostgresSessionLog.connect<SessionEvent>({ connectionString: process.env.DATABASE_URL! });
  * const seq = await log.append('session-1', { kind: 'page_in', turn: 1, entry_count: 2 }); // 0
  * const entries = await log.read('session-1'); // [{ seq: 0, event: { kind: 'page_in', … } }]
  * await log.close();
  * ```
  */
-export class PostgresSessionLog implements SessionLog {
+export class PostgresSessionLog<Event extends SessionLogEvent = any> implements SessionLog<Event> {
   /** The store underneath, for what the SDK interface lacks (`expectedSeq`, streaming reads). */
   readonly store: EventStore;
+  /** The runtime's kernel journal (v0.2.60's `KernelJournal`) in the same database. */
+  readonly kernelJournal: PostgresKernelJournal;
   private ownsDatabase = false;
+  private readonly parse: (text: string) => Event;
+  private readonly primitives: KernelPrimitiveKinds;
+  /** Per session: the appends waiting while one is on its way (present while one is). */
+  private readonly queues = new Map<string, QueuedAppend[]>();
 
   /** Uses `db` (from `openDatabase`), which stays the caller's to close. */
-  constructor(readonly db: Kysely<DB>) {
+  constructor(
+    readonly db: Kysely<DB>,
+    options: PostgresSessionLogOptions = {},
+  ) {
     this.store = new EventStore(db);
+    this.kernelJournal = new PostgresKernelJournal(db);
+    this.parse = (options.values === 'exact' ? parseJson : JSON.parse) as (text: string) => Event;
+    this.primitives = options.primitives ?? KERNEL_PRIMITIVES_V0_2_60;
   }
 
   /**
@@ -44,31 +107,65 @@ export class PostgresSessionLog implements SessionLog {
    * const log = PostgresSessionLog.connect({ connectionString: 'postgres://127.0.0.1/os_audit', maxConnections: 4 });
    * ```
    */
-  static connect(options: DatabaseOptions): PostgresSessionLog {
-    const log = new PostgresSessionLog(openDatabase(options));
+  static connect<Event extends SessionLogEvent = any>(options: DatabaseOptions & PostgresSessionLogOptions): PostgresSessionLog<Event> {
+    const log = new PostgresSessionLog<Event>(openDatabase(options), options);
     log.ownsDatabase = true;
     return log;
   }
 
-  async append(sessionId: string, event: JsonObject): Promise<number> {
-    const [seq] = await this.store.append(sessionId, [event]);
-    return seq!;
+  /** Appends `event` at the end of the session's log, after every append this instance was called with before. */
+  append(sessionId: string, event: Event): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const queued = { event: encodeSdkEvent(event, { sessionId }), resolve, reject };
+      const queue = this.queues.get(sessionId);
+      if (queue !== undefined) {
+        queue.push(queued);
+        return;
+      }
+      this.queues.set(sessionId, []);
+      void this.send(sessionId, [queued]);
+    });
   }
 
   /** Appends `events` together, all or nothing, at consecutive seqs; resolves to those seqs. */
-  appendMany(sessionId: string, events: readonly JsonObject[]): Promise<number[]> {
-    return this.store.append(sessionId, events);
+  appendMany(sessionId: string, events: readonly Event[]): Promise<number[]> {
+    return Promise.all(events.map((event) => this.append(sessionId, event)));
+  }
+
+  /** Stores a group of appends in one statement, then the group that gathered meanwhile. */
+  private async send(sessionId: string, group: QueuedAppend[]): Promise<void> {
+    try {
+      const seqs = await this.store.appendEncoded(sessionId, group.map((queued) => queued.event));
+      group.forEach((queued, index) => queued.resolve(seqs[index]!));
+    } catch (error) {
+      for (const queued of group) queued.reject(error);
+    }
+    const next = this.queues.get(sessionId)!;
+    if (next.length === 0) {
+      this.queues.delete(sessionId);
+      return;
+    }
+    this.queues.set(sessionId, []);
+    await this.send(sessionId, next);
   }
 
   /**
-   * A negative `fromSeq` reads from 0 (as the SDKs' `seq >= fromSeq` filter does); one that is
+   * The session's events from `fromSeq` on, of the kinds of `primitiveFilter` when given. A
+   * negative `fromSeq` reads from 0 (as the SDKs' `seq >= fromSeq` filter does); one that is
    * not an integer is a `RangeError`.
    */
-  async read(sessionId: string, fromSeq = 0): Promise<SessionLogEntry[]> {
+  async read(sessionId: string, fromSeq = 0, primitiveFilter?: KernelPrimitive): Promise<SessionLogEntry<Event>[]> {
     if (!Number.isSafeInteger(fromSeq)) throw new RangeError(`fromSeq must be an integer, got ${String(fromSeq)}`);
-    const entries: SessionLogEntry[] = [];
-    for await (const { seq, event } of this.store.readSession(sessionId, { fromSeq: Math.max(0, fromSeq) })) {
-      entries.push({ seq, event });
+    const entries: SessionLogEntry<Event>[] = [];
+    const filter =
+      primitiveFilter === undefined
+        ? {}
+        : primitiveFilter === 'sched'
+          ? { notKinds: [...this.primitives.syscall, ...this.primitives.mm] }
+          : // An unknown primitive matches no kind, as the SDKs' filter matches none.
+            { kinds: this.primitives[primitiveFilter] ?? [] };
+    for await (const { seq, text } of this.store.readSessionText(sessionId, { fromSeq: Math.max(0, fromSeq), ...filter })) {
+      entries.push({ seq, event: this.parse(text) });
     }
     return entries;
   }

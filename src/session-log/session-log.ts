@@ -1,16 +1,22 @@
-import type { JsonObject } from '../json/json-value.js';
-
-/** One event of a session log with its seq: a line `{"seq": N, "event": {…}}` of the SDKs' `<session_id>.jsonl`. */
-export interface SessionLogEntry {
-  seq: number;
-  /** The event exactly as stored: integers above 2^53 as `bigint`, see {@link JsonObject}. */
-  event: JsonObject;
+/** An event as the runtime's SDKs type it: a plain object tagged by its `kind`. */
+export interface SessionLogEvent {
+  kind: string;
 }
 
+/** One event of a session log with its seq: a line `{"seq": N, "event": {…}}` of the SDKs' `<session_id>.jsonl`. */
+export interface SessionLogEntry<Event = SessionLogEvent> {
+  seq: number;
+  event: Event;
+}
+
+/** The runtime's kernel primitives, by which `read` can filter a log (`primitiveForKind` in the SDKs). */
+export type KernelPrimitive = 'syscall' | 'sched' | 'mm';
+
 /**
- * The agent runtime's session log, with the shape of the deepstrike SDKs' `SessionLog` (whose
- * `FileSessionLog` keeps one `<session_id>.jsonl` per session): each session is an ordered,
- * append-only list of events numbered by `seq` from 0, without gaps.
+ * The agent runtime's session log, with the shape of the deepstrike SDKs' `SessionLog` (the
+ * same at SDK 0.2.36 and v0.2.60; its `FileSessionLog` keeps one `<session_id>.jsonl` per
+ * session): each session is an ordered, append-only list of events numbered by `seq` from 0,
+ * without gaps.
  *
  * @example
  * ```ts
@@ -21,11 +27,14 @@ export interface SessionLogEntry {
  * }
  * ```
  */
-export interface SessionLog {
+export interface SessionLog<Event extends SessionLogEvent = SessionLogEvent> {
   /** Appends `event` at the end of the session's log; resolves to the seq it got (the next one, 0 for a new session). */
-  append(sessionId: string, event: JsonObject): Promise<number>;
-  /** The session's events whose seq is `fromSeq` (default 0) or more, in seq order; `[]` for an unknown session. */
-  read(sessionId: string, fromSeq?: number): Promise<SessionLogEntry[]>;
+  append(sessionId: string, event: Event): Promise<number>;
+  /**
+   * The session's events whose seq is `fromSeq` (default 0) or more, in seq order, of the kinds
+   * of `primitiveFilter` when it is given; `[]` for an unknown session.
+   */
+  read(sessionId: string, fromSeq?: number, primitiveFilter?: KernelPrimitive): Promise<SessionLogEntry<Event>[]>;
   /** The seq of the session's last event; -1 for a session without events. */
   latestSeq(sessionId: string): Promise<number>;
 }

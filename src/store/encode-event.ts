@@ -1,53 +1,157 @@
-import { checkEvent, EventValidationError } from '../events/validate-event.js';
-import type { JsonValue } from '../json/json-value.js';
-import { hasUnstorableChar, storableSourceText, toStorableJson } from '../json/storable-json.js';
+import { EventValidationError, validateEvent } from '../events/validate-event.js';
+import { compactJson, nestsDeeperThan } from '../json/json-text.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
+import { JsonParseError, MAX_JSON_DEPTH, parseJson } from '../json/parse-json.js';
+import { hasUnstorableChar, mayHoldUnreadableEscape, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
+import { stringifyJson } from '../json/stringify-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
 
 /** An event ready for a `session_events` row. */
 export interface EncodedEvent {
+  /** The event's `kind`, for the `kind` column (U+FFFD in place of a character `text` cannot hold). */
   kind: string;
+  /** The event's `turn` when it is a u32 integer, else null: the `turn` column. */
   turn: number | null;
-  /** JSON text for the `payload` jsonb column. */
+  /**
+   * JSON text for the `payload` column, which PostgreSQL's JSON functions can always read: the
+   * event as written (white space between tokens removed) or, when that holds a string SQL
+   * cannot read (U+0000, a lone surrogate), a readable stand-in.
+   */
   payload: string;
-  /** The exact JSON text, only where `payload` had to replace U+0000 or a lone surrogate. */
+  /** The exact event, only where `payload` is a stand-in. */
   payloadText: string | null;
 }
 
 export interface EncodeOptions {
-  /** Refuse kinds the contract does not name (by default they are stored and ignored). */
+  /**
+   * Enforce the Rust core's shapes (section 2 of the contract): refuse what its decoder would,
+   * unknown kinds included. By default every JSON object with a non-empty string `kind` is
+   * stored as written.
+   */
   strict?: boolean;
 }
 
 /**
- * Validates one event against the contract and encodes it for storage, or throws an
- * {@link InvalidEventError} that names where it came from. `sourceText`, the JSON the value
- * was parsed from, is stored as it is when jsonb can hold it.
+ * Encodes one event from its JSON text as written (a line of a log file, the `event` member of
+ * one), or throws an {@link InvalidEventError} naming where it came from. The text is stored
+ * as it is, white space between tokens removed. `value` is the text already parsed (with
+ * `parseJson`), when the caller has it.
+ *
+ * Refused: text that is not JSON, a value that is not an object or has no non-empty string
+ * `kind`, a key repeated in one object, nesting deeper than `MAX_JSON_DEPTH`; under `strict`,
+ * whatever the Rust core's decoder refuses.
  *
  * @example
  * ```ts
- * const row = encodeEvent({ kind: 'page_in', turn: 3, entry_count: 2 }, { sessionId: 's1', seq: 0 });
- * row.turn; // 3
+ * encodeEventText('{"kind": "page_in", "turn": 3, "entry_count": 2}', { sessionId: 's1', seq: 0 });
+ * // { kind: 'page_in', turn: 3, payload: '{"kind":"page_in","turn":3,"entry_count":2}', payloadText: null }
  * ```
  */
-export function encodeEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions = {}, sourceText?: string): EncodedEvent {
-  let checked;
-  try {
-    checked = checkEvent(value, options);
-  } catch (error) {
-    if (error instanceof EventValidationError) throw InvalidEventError.fromValidation(origin, error);
-    throw error;
-  }
-  const { payload, exactText } = (sourceText === undefined ? undefined : storableSourceText(sourceText)) ?? storable(value, origin);
-  return { kind: checked.kind, turn: checked.turn, payload, payloadText: exactText };
+export function encodeEventText(text: string, origin: EventOrigin, options: EncodeOptions = {}, value?: JsonValue): EncodedEvent {
+  const event = checkEvent(value ?? parseEvent(text, origin), origin, options);
+  return encoded(event, compactJson(text));
 }
 
-function storable(value: JsonValue, origin: EventOrigin): ReturnType<typeof toStorableJson> {
+/**
+ * Encodes one event given as a value (integers above 2^53 as `bigint`, floats as `JsonFloat`,
+ * see `stringifyJson`), with the same refusals as {@link encodeEventText}.
+ *
+ * @example
+ * ```ts
+ * encodeEventValue({ kind: 'run_terminal', reason: 'done', turns_used: 3, total_tokens: 2n ** 64n - 1n }, { sessionId: 's1' });
+ * ```
+ */
+export function encodeEventValue(value: JsonValue, origin: EventOrigin, options: EncodeOptions = {}): EncodedEvent {
+  const event = checkEvent(value, origin, options);
+  let text: string;
   try {
-    return toStorableJson(value);
+    text = stringifyJson(event);
   } catch (error) {
     if (error instanceof TypeError || error instanceof RangeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
     throw error;
   }
+  return encoded(event, text);
+}
+
+/**
+ * Encodes one event as the runtime's SDKs hand it to their session log, a plain JavaScript
+ * object, stored as `JSON.stringify` writes it (as the SDKs' `FileSessionLog` does: members
+ * that are `undefined` dropped, `NaN` and `Infinity` written `null`); the same refusals as
+ * {@link encodeEventText}.
+ *
+ * @example
+ * ```ts
+ * encodeSdkEvent({ kind: 'llm_completed', turn: 1, content: 'hi', tool_calls: [] }, { sessionId: 's1' });
+ * ```
+ */
+export function encodeSdkEvent(event: object, origin: EventOrigin, options: EncodeOptions = {}): EncodedEvent {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(event);
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
+    throw error;
+  }
+  if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new InvalidEventError(origin, `the event nests deeper than ${MAX_JSON_DEPTH} levels`);
+  // A toJSON of its own makes the text another object than the one at hand: read the text.
+  if (options.strict || mayHoldUnreadableEscape(text) || typeof (event as { toJSON?: unknown }).toJSON === 'function') {
+    return encodeEventText(text, origin, options);
+  }
+  const kind = (event as { kind?: unknown }).kind;
+  checkKind(kind, origin);
+  return { kind: kind as string, turn: u32OrNull((event as { turn?: unknown }).turn), payload: text, payloadText: null };
+}
+
+function parseEvent(text: string, origin: EventOrigin): JsonValue {
+  try {
+    return parseJson(text);
+  } catch (error) {
+    if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The event as an object with a non-empty string kind (and, under `strict`, the Rust core's shape). */
+function checkEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions): JsonObject {
+  if (!isJsonObject(value)) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(value)}`);
+  checkKind(value['kind'], origin);
+  if (options.strict) {
+    try {
+      validateEvent(value, { strict: true });
+    } catch (error) {
+      if (error instanceof EventValidationError) throw InvalidEventError.fromValidation(origin, error);
+      throw error;
+    }
+  }
+  return value;
+}
+
+function checkKind(kind: unknown, origin: EventOrigin): void {
+  if (typeof kind === 'string' && kind !== '') return;
+  const found = kind === undefined ? 'required field is missing' : `expected a non-empty string, got ${describeValue(kind)}`;
+  throw new InvalidEventError(origin, `field "kind": ${found}`);
+}
+
+/** The row of an event whose exact text is `text`. */
+function encoded(event: JsonObject, text: string): EncodedEvent {
+  const kind = event['kind'] as string;
+  const turn = u32OrNull(event['turn']);
+  const standIn = mayHoldUnreadableEscape(text) ? readableStandInText(event) : undefined;
+  if (standIn === undefined) return { kind, turn, payload: text, payloadText: null };
+  return { kind: replaceUnstorableChars(kind), turn, payload: standIn, payloadText: text };
+}
+
+function u32OrNull(turn: unknown): number | null {
+  return typeof turn === 'number' && Number.isInteger(turn) && turn >= 0 && turn <= 4294967295 && !Object.is(turn, -0) ? turn : null;
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'bigint') return String(value);
+  return `the ${typeof value} ${JSON.stringify(value) ?? String(value)}`;
 }
 
 /** A session id is a non-empty string that PostgreSQL `text` can hold. */

@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
@@ -7,7 +7,7 @@ import type { DB } from '../db/schema.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
-import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEvent } from './encode-event.js';
+import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventValue } from './encode-event.js';
 import { appendAtHeadSql, reserveSeqsSql } from './sql/append-at-head.js';
 import { copyEvents, eventRowsText, sessionEventsText } from './sql/copy-events.js';
 import { advanceHeadsSql, appendSequencedSql, type SessionSpans } from './sql/append-sequenced.js';
@@ -33,15 +33,21 @@ export interface ReadSessionOptions {
   pageSize?: number;
 }
 
-/** One stored event, read back exactly as it was appended. */
-export interface StoredEvent {
+/** One stored event as its JSON text, exactly as it was written (white space between tokens removed). */
+export interface StoredEventText {
   sessionId: string;
   seq: number;
   /** Global position in the store (the order of insertion, not of commit). */
   position: number;
   kind: string;
   recordedAt: Date;
-  /** The event, with integers above 2^53 as `bigint`. */
+  /** The event's JSON text: key order, numbers and strings as written. */
+  text: string;
+}
+
+/** One stored event, read back exactly as it was appended. */
+export interface StoredEvent extends StoredEventText {
+  /** The event, with integers above 2^53 as `bigint` and floats as `JsonFloat` (see `parseJson`). */
   event: JsonObject;
 }
 
@@ -64,32 +70,50 @@ export class EventStore {
   /**
    * Appends a batch to one session atomically and returns the seqs it got: one statement, or
    * for a large batch a few in one transaction, the session's head locked from the first.
-   * Every event is validated first: an invalid one rejects the whole batch
+   * Every event is checked first (a JSON object with a non-empty string `kind`; under `strict`,
+   * the Rust core's shape): one that is refused rejects the whole batch
    * ({@link InvalidEventError}). Listeners of `os_audit_events_appended` are woken on commit.
    */
-  async append(sessionId: string, events: readonly JsonValue[], options: AppendOptions = {}): Promise<number[]> {
-    checkSessionId(sessionId);
+  append(sessionId: string, events: readonly JsonValue[], options: AppendOptions = {}): Promise<number[]> {
     const { expectedSeq } = options;
-    const encode = (from: number, to: number) =>
+    return this.appendWith(sessionId, events.length, expectedSeq, (from, to) =>
       events.slice(from, to).map((event, offset) => {
         const index = from + offset;
-        return encodeEvent(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options);
-      });
-    if (events.length === 0) return [];
+        return encodeEventValue(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options);
+      }),
+    );
+  }
+
+  /**
+   * {@link append} of events already encoded (`encodeEventText`, `encodeEventValue`,
+   * `encodeSdkEvent`), as they are.
+   */
+  appendEncoded(sessionId: string, events: readonly EncodedEvent[], options: { expectedSeq?: number } = {}): Promise<number[]> {
+    return this.appendWith(sessionId, events.length, options.expectedSeq, (from, to) => events.slice(from, to));
+  }
+
+  private async appendWith(
+    sessionId: string,
+    count: number,
+    expectedSeq: number | undefined,
+    encode: (from: number, to: number) => EncodedEvent[],
+  ): Promise<number[]> {
+    checkSessionId(sessionId);
+    if (count === 0) return [];
     if (expectedSeq !== undefined) {
       const rows = emptyRows();
-      encode(0, events.length).forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
+      encode(0, count).forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
       await this.appendSequenced(rows);
       return rows.seqs;
     }
     const pool = poolOf(this.db);
     const lastSeq =
-      events.length <= APPEND_SLICE
-        ? await this.appendSlicesAtHead(this.db, sessionId, events.length, encode)
+      count <= APPEND_SLICE
+        ? await this.appendSlicesAtHead(this.db, sessionId, count, encode)
         : pool !== undefined
-          ? await this.copyAtHead(pool, sessionId, events.length, encode)
-          : await this.inTransaction((trx) => this.appendSlicesAtHead(trx, sessionId, events.length, encode));
-    return Array.from({ length: events.length }, (_, index) => lastSeq - events.length + 1 + index);
+          ? await this.copyAtHead(pool, sessionId, count, encode)
+          : await this.inTransaction((trx) => this.appendSlicesAtHead(trx, sessionId, count, encode));
+    return Array.from({ length: count }, (_, index) => lastSeq - count + 1 + index);
   }
 
   /**
@@ -213,28 +237,26 @@ export class EventStore {
    * while reading are included up to where the reader has got.
    */
   async *readSession(sessionId: string, options: ReadSessionOptions = {}): AsyncGenerator<StoredEvent> {
+    for await (const stored of this.readSessionText(sessionId, options)) yield { ...stored, event: parseJson(stored.text) as JsonObject };
+  }
+
+  /** {@link readSession} giving each event as its JSON text, unparsed. */
+  async *readSessionText(sessionId: string, options: ReadSessionOptions & { kinds?: readonly string[]; notKinds?: readonly string[] } = {}): AsyncGenerator<StoredEventText> {
     checkSessionId(sessionId);
     const pageSize = options.pageSize ?? 1000;
     let nextSeq = options.fromSeq ?? 0;
     for (;;) {
-      const page = await this.db
+      let query = this.db
         .selectFrom('session_events')
         .select(['seq', 'position', 'kind', 'recorded_at'])
-        .select((eb) => eb.fn.coalesce('payload_text', eb.cast<string>('payload', 'text')).as('json'))
+        .select(exactTextSql().as('text'))
         .where('session_id', '=', sessionId)
-        .where('seq', '>=', nextSeq)
-        .orderBy('seq')
-        .limit(pageSize)
-        .execute();
+        .where('seq', '>=', nextSeq);
+      if (options.kinds !== undefined) query = query.where('kind', '=', sql<string>`ANY(${[...options.kinds]}::text[])`);
+      if (options.notKinds !== undefined) query = query.where('kind', '<>', sql<string>`ALL(${[...options.notKinds]}::text[])`);
+      const page = await query.orderBy('seq').limit(pageSize).execute();
       for (const row of page) {
-        yield {
-          sessionId,
-          seq: row.seq,
-          position: row.position,
-          kind: row.kind,
-          recordedAt: row.recorded_at,
-          event: parseJson(row.json) as JsonObject,
-        };
+        yield { sessionId, seq: row.seq, position: row.position, kind: row.kind, recordedAt: row.recorded_at, text: row.text };
       }
       if (page.length < pageSize) return;
       nextSeq = page[page.length - 1]!.seq + 1;
@@ -258,6 +280,11 @@ export class EventStore {
   private inTransaction<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.db.isTransaction ? work(this.db) : this.db.transaction().execute(work);
   }
+}
+
+/** A stored event's exact JSON text: `payload_text` where `payload` is a readable stand-in, else `payload`. */
+export function exactTextSql() {
+  return sql<string>`coalesce(payload_text, payload::text)`;
 }
 
 /** Each session's first and last seq among the rows. */

@@ -4,9 +4,9 @@ import type { Command } from 'commander';
 import { LogWriter } from '../../import/log-writer.js';
 import { InvalidUtf8Error, readLines } from '../../import/read-lines.js';
 import type { JsonValue } from '../../json/json-value.js';
-import { JsonParseError, parseJson } from '../../json/parse-json.js';
+import { JsonParseError, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
 import { ConcurrencyError } from '../../store/concurrency-error.js';
-import { checkSessionId, encodeEvent } from '../../store/encode-event.js';
+import { checkSessionId, encodeEventText } from '../../store/encode-event.js';
 import { EventStore } from '../../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../../store/invalid-event-error.js';
 import { integerOption } from '../parse-integer-option.js';
@@ -38,10 +38,10 @@ export function registerAppendCommand(program: Command, io: CliIo): void {
           }
           const writer = new LogWriter(store);
           let seq = head;
-          for await (const { value, origin } of readBareEvents(input, name, sessionId)) {
+          for await (const { text, value, origin } of readBareEvents(input, name, sessionId)) {
             seq += 1;
             const at = { ...origin, seq };
-            await writer.add(sessionId, seq, encodeEvent(value, at, options), at);
+            await writer.add(sessionId, seq, encodeEventText(text, at, options, value), at);
           }
           await writer.flush();
           return { first: head + 1, last: seq };
@@ -56,12 +56,12 @@ export function registerAppendCommand(program: Command, io: CliIo): void {
     });
 }
 
-/** Events of a JSON array (read whole) or of JSONL (streamed), each with where it stands. */
+/** Events of a JSON array (read whole) or of JSONL (streamed), each with its text and where it stands. */
 async function* readBareEvents(
   input: Readable,
   name: string,
   sessionId: string,
-): AsyncGenerator<{ value: JsonValue; origin: EventOrigin }> {
+): AsyncGenerator<{ text: string; value: JsonValue; origin: EventOrigin }> {
   let isArray: boolean | undefined;
   let arrayText = '';
   try {
@@ -73,7 +73,7 @@ async function* readBareEvents(
           continue;
         }
         const origin = { file: name, line: line.lineNumber, sessionId };
-        yield { value: parseOrFail(line.text, origin), origin };
+        yield { text: line.text, value: parseOrFail(() => parseJson(line.text), origin), origin };
       }
     }
   } catch (error) {
@@ -83,14 +83,14 @@ async function* readBareEvents(
     throw error;
   }
   if (!isArray) return;
-  const events = parseOrFail(arrayText, { file: name, sessionId });
-  if (!Array.isArray(events)) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
-  for (const [index, value] of events.entries()) yield { value, origin: { file: name, sessionId, index } };
+  const parsed = parseOrFail(() => parseJsonArrayKeepingItems(arrayText), { file: name, sessionId });
+  if ('notAnArray' in parsed) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
+  for (const [index, item] of parsed.items.entries()) yield { ...item, origin: { file: name, sessionId, index } };
 }
 
-function parseOrFail(text: string, origin: EventOrigin): JsonValue {
+function parseOrFail<T>(parse: () => T, origin: EventOrigin): T {
   try {
-    return parseJson(text);
+    return parse();
   } catch (error) {
     if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
     throw error;

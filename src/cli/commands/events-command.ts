@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { stringifyJson } from '../../json/stringify-json.js';
 import { EventStore } from '../../store/event-store.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
@@ -7,7 +6,7 @@ import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '.
 export function registerEventsCommand(program: Command, io: CliIo): void {
   program
     .command('events')
-    .description('print a stored session log as JSONL: {"seq":N,"event":{...}} per line, values exact')
+    .description('print a stored session log as JSONL: {"seq":N,"event":{...}} per line, each event as it was written')
     .argument('<session>', 'the session id')
     .option('--from-seq <seq>', 'start at this seq', integerOption(0), 0)
     .option('--bare', 'print only the events, one per line')
@@ -15,9 +14,8 @@ export function registerEventsCommand(program: Command, io: CliIo): void {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const printed = await withDatabase(url, async (db) => {
         let count = 0;
-        for await (const stored of new EventStore(db).readSession(sessionId, { fromSeq: options.fromSeq })) {
-          const event = stringifyJson(stored.event);
-          await write(io.stdout, options.bare ? `${event}\n` : `{"seq":${stored.seq},"event":${event}}\n`);
+        for await (const stored of new EventStore(db).readSessionText(sessionId, { fromSeq: options.fromSeq })) {
+          await write(io.stdout, options.bare ? `${stored.text}\n` : `{"seq":${stored.seq},"event":${stored.text}}\n`);
           count += 1;
         }
         return count;

@@ -6,7 +6,6 @@ import type { DB } from '../../db/schema.js';
 import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
 import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
 import { ProjectorLog } from '../../observability/projector-log.js';
-import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
 import { DEFAULT_BATCH_SIZE, Projector } from '../../projector/projector.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
@@ -137,7 +136,7 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
     command.addOption(new Option(definition.flags, `${definition.description} (env ${definition.env}; default ${shown})`).argParser(definition.parse));
   }
   command
-    .option('--skip-invalid', 'set events the snapshot cannot read aside in projection_errors instead of stopping')
+    .option('--skip-invalid', 'set events the snapshot cannot read aside in projection_errors instead of stopping their session (and take up again sessions stopped at one)')
     .option('--owner <name>', "this projector's name in the lease (default host:pid:random)")
     .addHelpText(
       'after',
@@ -158,9 +157,6 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
       process.once('SIGTERM', onSignal);
       try {
         await withDatabase(url, (db) => project(db, { url, flags, settings, log, io, signal: stop.signal }), settings.metricsPort === 'off' ? 2 : 3);
-      } catch (error) {
-        if (error instanceof ProjectionHaltedError) throw new CliError(error.message);
-        throw error;
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
@@ -205,7 +201,8 @@ async function project(db: Kysely<DB>, { url, flags, settings, log, io, signal }
       const report = await projector.catchUp(signal);
       const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
       const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
-      await write(io.stdout, `projected ${report.eventsApplied} events in ${report.batches} batches${skipped}${at}\n`);
+      const stopped = report.stopped > 0 ? `; ${report.stopped} sessions stopped (see os-audit status)` : '';
+      await write(io.stdout, `projected ${report.eventsApplied} events in ${report.batches} batches${skipped}${stopped}${at}\n`);
       return;
     }
     const { batchSize, pollInterval: pollIntervalMs, leaseTtl: leaseTtlMs } = settings;

@@ -2,10 +2,9 @@ import type { Command } from 'commander';
 import type { Kysely } from 'kysely';
 import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
 import type { DB } from '../../db/schema.js';
-import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
 import { DEFAULT_BATCH_SIZE } from '../../projector/projector.js';
 import { type RebuildReport, rebuildProjection } from '../../projector/rebuild-projection.js';
-import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { ProgressLine } from '../progress-line.js';
 
@@ -14,7 +13,7 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
     .command('rebuild')
     .description('fold every snapshot again from the log, in one transaction (dashboards see the old tables until it commits)')
     .option('--batch-size <events>', 'events read per batch', integerOption(1), DEFAULT_BATCH_SIZE)
-    .option('--skip-invalid', 'set events the snapshot cannot read aside instead of stopping')
+    .option('--skip-invalid', 'set events the snapshot cannot read aside instead of stopping their session')
     .action(async (options: { batchSize: number; skipInvalid?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const progress = new ProgressLine(io.stderr, 'rebuilding');
@@ -29,14 +28,12 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
             onProgress: (events) => progress.update(events, total, `${events}/${total} events folded`),
           });
         });
-      } catch (error) {
-        if (error instanceof ProjectionHaltedError) throw new CliError(`${error.message}; nothing was changed`);
-        throw error;
       } finally {
         progress.done();
       }
       const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
-      await write(io.stdout, `rebuilt the OS snapshot from ${report.eventsApplied} events${skipped}\n`);
+      const stopped = report.stopped > 0 ? `; ${report.stopped} sessions stopped (see os-audit status)` : '';
+      await write(io.stdout, `rebuilt the OS snapshot from ${report.eventsApplied} events${skipped}${stopped}\n`);
     });
 }
 

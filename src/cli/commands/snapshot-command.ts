@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { serializeOsSnapshot } from '../../../projections/os-snapshot/serialize-os-snapshot.js';
 import { foldStoredLog, readSqlOsSnapshot, skippedPositions } from '../../../projections/os-snapshot/stored-os-snapshot.js';
-import { ProjectionHaltedError } from '../../projector/projection-halted-error.js';
 import { EventStore } from '../../store/event-store.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
@@ -27,13 +26,14 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
         if (options.atSeq > last) {
           throw new CliError(`session ${JSON.stringify(sessionId)} ends at seq ${last}; there is no seq ${options.atSeq}`);
         }
-        try {
-          const folded = await foldStoredLog(store, sessionId, { toSeq: options.atSeq, skippedPositions: await skippedPositions(db, sessionId) });
-          return folded.snapshot;
-        } catch (error) {
-          if (error instanceof ProjectionHaltedError) throw new CliError(error.message);
-          throw error;
+        const folded = await foldStoredLog(store, sessionId, { toSeq: options.atSeq, skippedPositions: await skippedPositions(db, sessionId) });
+        if (folded.stopped !== null) {
+          throw new CliError(
+            `session ${JSON.stringify(sessionId)} stops at seq ${folded.stopped.seq} (${folded.stopped.problem}): ` +
+              `its snapshot is the one after seq ${folded.lastSeq} (os-audit snapshot ${JSON.stringify(sessionId)} --at-seq ${folded.lastSeq})`,
+          );
         }
+        return folded.snapshot;
       });
       await write(io.stdout, `${serializeOsSnapshot(snapshot, { indent: 2 })}\n`);
     });

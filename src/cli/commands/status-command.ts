@@ -6,7 +6,7 @@ import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-cont
 export function registerStatusCommand(program: Command, io: CliIo): void {
   program
     .command('status')
-    .description('show the projection: checkpoint, events and seconds behind, leader, last error, what holds it back')
+    .description('show the projection: checkpoint, events and seconds behind, leader, last error, stopped sessions, what holds it back')
     .option('--json', 'print the status as JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
@@ -27,6 +27,12 @@ function describeStatus(status: ProjectionStatus): string {
   );
   lines.push(`  last error: ${lastError === null ? 'none' : `${lastError.message}${lastError.at ? ` (at ${lastError.at.toISOString()})` : ''}`}`);
   if (status.skippedEvents > 0) lines.push(`  set aside:  ${status.skippedEvents} events in projection_errors`);
+  if (status.blockedSessions > 0) {
+    lines.push(`  stopped:    ${status.blockedSessions} sessions (every other session goes on; all are in the view os_blocked_sessions)`);
+    for (const b of status.blocked) {
+      lines.push(`              ${JSON.stringify(b.sessionId)} at seq ${b.seq}${b.kind === null ? '' : ` (${b.kind})`}, since ${b.since.toISOString()}: ${b.problem}`);
+    }
+  }
   if (horizonHeldBy !== null) {
     const h = horizonHeldBy;
     const who = h.preparedTransaction !== null

@@ -14,8 +14,8 @@ export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent
   return sql`
     WITH head AS (${reserveSeqsSql(sessionId, count)}),
     inserted AS (
-      INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
-      SELECT ${sessionId}, head.last_seq - ${count} + e.ordinal, e.kind, e.turn, e.payload::jsonb, e.payload_text, true
+      INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text)
+      SELECT ${sessionId}, head.last_seq - ${count} + e.ordinal, e.kind, e.turn, e.payload, e.payload_text
       FROM head, ROWS FROM (${eventColumnsSql(columns)}) WITH ORDINALITY AS e(kind, turn, payload, payload_text, ordinal)
       ORDER BY e.ordinal
     )

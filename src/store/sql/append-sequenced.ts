@@ -43,8 +43,8 @@ export function appendSequencedSql(rows: EventRows): RawBuilder<{ inserted: numb
     ),
     ${moveHeadsSql()},
     inserted AS (
-      INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
-      SELECT e.session_id, e.seq, e.kind, e.turn, e.payload::jsonb, e.payload_text, true
+      INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text)
+      SELECT e.session_id, e.seq, e.kind, e.turn, e.payload, e.payload_text
       FROM incoming AS e
       WHERE e.session_id IN (SELECT session_id FROM created UNION ALL SELECT session_id FROM advanced)
       ORDER BY e.session_id, e.seq

@@ -6,7 +6,7 @@ import type { EncodedEvent } from '../encode-event.js';
 import type { EventRows } from './event-rows.js';
 
 /** The columns an append writes, as `COPY` takes them. */
-const COPY_EVENTS = 'COPY session_events (session_id, seq, kind, turn, payload, payload_text, validated) FROM STDIN';
+const COPY_EVENTS = 'COPY session_events (session_id, seq, kind, turn, payload, payload_text) FROM STDIN';
 
 /** A value as a field of COPY's text format: backslash, tab and line breaks escaped. */
 export function copyField(value: string): string {
@@ -19,7 +19,7 @@ export function copyField(value: string): string {
 function eventLine(session: string, seq: number, kind: string, turn: number | null, payload: string, exactText: string | null): string {
   const turnField = turn === null ? '\\N' : String(turn);
   const exactField = exactText === null ? '\\N' : copyField(exactText);
-  return `${session}\t${seq}\t${copyField(kind)}\t${turnField}\t${copyField(payload)}\t${exactField}\tt\n`;
+  return `${session}\t${seq}\t${copyField(kind)}\t${turnField}\t${copyField(payload)}\t${exactField}\n`;
 }
 
 /** Events of one session from `firstSeq` on, a slice at a time, as COPY text. */

@@ -16,11 +16,10 @@ export interface EventRows extends EventColumns {
 }
 
 /**
- * The rows' columns as `ROWS FROM (…)` items, in the order kind, turn, payload, payload_text;
- * payload is `json`: select it as `payload::jsonb`. The bodies travel as one JSON array,
- * several times cheaper than an array literal of jsonb values, whose every quote must be
- * escaped. As `json` the array is only scanned for the element boundaries, and each body is
- * parsed once, into its own jsonb value.
+ * The rows' columns as `ROWS FROM (…)` items, in the order kind, turn, payload (`json`),
+ * payload_text. The bodies travel as one JSON array, several times cheaper than an array
+ * literal, whose every quote must be escaped; `json_array_elements` hands out each element's
+ * text as it was sent.
  */
 export function eventColumnsSql(columns: EventColumns): RawBuilder<unknown> {
   return sql`unnest(${columns.kinds}::text[]), unnest(${columns.turns}::bigint[]),

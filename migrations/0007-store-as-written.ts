@@ -1,0 +1,105 @@
+import { type Kysely, sql } from 'kysely';
+
+/**
+ * The log keeps every event as the runtime wrote it, and a session the snapshot cannot read
+ * stops alone (shared/spec/session-events.md, sections 1 and 3).
+ *
+ * - `session_events.payload` becomes `json`: the event's own text (white space outside strings
+ *   removed), key order and number text as written. Where the text holds a `\u0000` or a lone
+ *   surrogate escape, which PostgreSQL's JSON functions cannot read, `payload` holds a
+ *   stand-in they can read and `payload_text` the exact event (see `encode-event.ts`).
+ * - `payload ->> 'kind'` must equal `kind`: the kind column is the event's own, and every stored
+ *   payload is an object SQL can read (a row written around os-audit's writers included).
+ * - `validated` goes: the store no longer checks what a projection reads; each projection
+ *   checks the events it reads, every time.
+ * - `os_processes` keeps the fields of the latest event of each agent that the snapshot does
+ *   not read (`role`, …) only when they have their usual type; `parent_session_id` may be missing.
+ * - `projection_blocked_sessions`: a session a projection stopped at an event it cannot read or
+ *   at a hole in its log; every other session goes on.
+ * - The snapshot's field checks move out of the database into the projection's own SQL.
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await sql`
+    ALTER TABLE session_events
+      ALTER COLUMN payload TYPE json USING coalesce(payload_text, payload::text)::json,
+      DROP COLUMN validated`.execute(db);
+  // Old rows whose payload_text was set hold U+FFFD in payload and keep it: readable by SQL.
+  await sql`
+    ALTER TABLE session_events
+      ADD CONSTRAINT session_events_payload_kind CHECK (coalesce(payload ->> 'kind' = kind, false))`.execute(db);
+
+  await sql`
+    ALTER TABLE os_processes
+      ALTER COLUMN parent_session_id DROP NOT NULL,
+      ALTER COLUMN role DROP NOT NULL,
+      ALTER COLUMN isolation DROP NOT NULL,
+      ALTER COLUMN context_inheritance DROP NOT NULL,
+      ALTER COLUMN permitted_capability_ids DROP NOT NULL`.execute(db);
+
+  await sql`
+    CREATE TABLE projection_blocked_sessions (
+      projection text NOT NULL,
+      session_id text NOT NULL,
+      seq bigint NOT NULL,
+      position bigint,
+      kind text,
+      reason text NOT NULL CHECK (reason IN ('unreadable', 'hole')),
+      problem text NOT NULL,
+      blocked_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (projection, session_id)
+    )`.execute(db);
+
+  await sql`DROP FUNCTION os_snapshot_event_problem(text, jsonb)`.execute(db);
+  await sql`DROP FUNCTION os_audit_u32_problem(jsonb, text)`.execute(db);
+  await sql`DROP FUNCTION os_audit_string_problem(jsonb, text, boolean)`.execute(db);
+  await sql`DROP FUNCTION os_audit_string_list_problem(jsonb, text)`.execute(db);
+
+  await sql`
+    CREATE VIEW os_blocked_sessions AS
+    SELECT projection, session_id, seq AS blocked_at_seq, position, kind, reason, problem, blocked_at
+    FROM projection_blocked_sessions`.execute(db);
+  // New columns go last: CREATE OR REPLACE keeps the view's existing columns as they are.
+  await sql`
+    CREATE OR REPLACE VIEW os_session_overview AS
+    SELECT h.session_id,
+      h.last_seq + 1 AS events,
+      h.first_recorded_at,
+      h.last_recorded_at,
+      s.last_seq AS projected_seq,
+      coalesce(s.last_suspend_seq > coalesce(s.last_resumed_seq, -1), false) AS suspended,
+      s.last_suspend_reason,
+      p.processes,
+      p.running_processes,
+      coalesce(s.tool_gated_count, 0) AS tool_gated_count,
+      g.signals,
+      b.budget_exceeded,
+      coalesce(s.memory_written_count, 0) AS memory_written_count,
+      coalesce(s.memory_queried_count, 0) AS memory_queried_count,
+      coalesce(s.memory_validation_failed_count, 0) AS memory_validation_failed_count,
+      coalesce(s.memory_retrieval_result_count, 0) AS memory_retrieval_result_count,
+      coalesce(s.page_out_count, 0) AS page_out_count,
+      coalesce(s.page_in_count, 0) AS page_in_count,
+      k.seq AS blocked_at_seq,
+      k.problem AS blocked_problem,
+      x.skipped_events
+    FROM sessions h
+    LEFT JOIN os_snapshots s ON s.session_id = h.session_id
+    LEFT JOIN projection_blocked_sessions k ON k.projection = 'os_snapshot' AND k.session_id = h.session_id
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS processes, count(*) FILTER (WHERE state = 'running') AS running_processes
+      FROM os_processes WHERE session_id = h.session_id) p
+    CROSS JOIN LATERAL (SELECT count(*) AS signals FROM os_signals WHERE session_id = h.session_id) g
+    CROSS JOIN LATERAL (SELECT count(*) AS budget_exceeded FROM os_budget_exceeded WHERE session_id = h.session_id) b
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS skipped_events FROM projection_errors
+      WHERE projection = 'os_snapshot' AND session_id = h.session_id) x`.execute(db);
+
+  await sql`CREATE INDEX projection_errors_session_idx ON projection_errors (projection, session_id)`.execute(db);
+
+  await sql`GRANT SELECT ON os_blocked_sessions TO os_audit_reader, os_audit_projector`.execute(db);
+  await sql`GRANT SELECT, INSERT, DELETE ON projection_blocked_sessions TO os_audit_projector`.execute(db);
+}
+
+export async function down(): Promise<void> {
+  throw new Error('0007-store-as-written cannot be undone: the events keep their key order and number text only as json');
+}

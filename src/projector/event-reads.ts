@@ -1,0 +1,284 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { JsonObject, JsonValue } from '../json/json-value.js';
+import { hasUnstorableChar, UNSTORABLE_STRING_KEY } from '../json/storable-json.js';
+import { stringifyJson } from '../json/stringify-json.js';
+
+/**
+ * What a projection reads of the events it folds, declared once and read two ways: in memory
+ * ({@link readEvent}, for `verify` and `snapshot --at-seq`) and in SQL ({@link readFieldsSql}, for
+ * the projector), with the same rules, so that the two agree on every event.
+ *
+ * Each kind the projection reads names its fields, each with a type and what a missing (or
+ * `null`) field reads as. An event whose field is missing where it must not be, or present with
+ * another type, or a string holding U+0000 or a lone surrogate (which SQL text cannot hold), is
+ * unreadable: the projection stops that session there (shared/spec/session-events.md, section 3).
+ * Fields not named are never looked at.
+ *
+ * @example
+ * ```ts
+ * const reads = defineEventReads({
+ *   suspended: { turn: field.u32(), reason: field.string(), pending_calls: field.strings().or([]) },
+ * });
+ * readEvent(reads, { kind: 'suspended', turn: 3, reason: 'ask_user' });
+ * // { problem: null, fields: { turn: 3, reason: 'ask_user', pending_calls: [] } }
+ * ```
+ */
+
+/** The types a field can be read as: `u32` and `u64` are JSON integers in their range, `strings` an array of strings. */
+export type FieldType = 'u32' | 'u64' | 'string' | 'strings';
+
+/** A value a field reads as, in memory (`u64` above 2^53 as a `bigint`). */
+export type FieldValue = number | bigint | string | readonly string[] | null;
+
+/** How one field is read. */
+export class FieldRead {
+  constructor(
+    readonly type: FieldType,
+    /** `unreadable`: a missing or null field makes the event unreadable; else what it reads as. */
+    readonly whenMissing: 'unreadable' | { readonly value: FieldValue },
+    /** A field of another type reads as `null` instead of making the event unreadable. */
+    readonly lenient: boolean,
+  ) {}
+
+  /** A missing or null field reads as `null`. */
+  orNull(): FieldRead {
+    return new FieldRead(this.type, { value: null }, this.lenient);
+  }
+
+  /** A missing or null field reads as `value`. */
+  or(value: FieldValue): FieldRead {
+    return new FieldRead(this.type, { value }, this.lenient);
+  }
+
+  /**
+   * Read when present with its type, else `null`: never makes the event unreadable. For what
+   * a projection keeps beside what it folds (a column of convenience).
+   */
+  whenTyped(): FieldRead {
+    return new FieldRead(this.type, { value: null }, true);
+  }
+}
+
+/** The field reads of the vocabulary: each required (missing or null makes the event unreadable) until told otherwise. */
+export const field = {
+  u32: () => new FieldRead('u32', 'unreadable', false),
+  u64: () => new FieldRead('u64', 'unreadable', false),
+  string: () => new FieldRead('string', 'unreadable', false),
+  strings: () => new FieldRead('strings', 'unreadable', false),
+};
+
+/** The fields a projection reads, per kind. */
+export type EventReads = Readonly<Record<string, Readonly<Record<string, FieldRead>>>>;
+
+/** Columns of the projector's batch rows, which a field of the same name would hide. */
+const RESERVED_NAMES = new Set(['session_id', 'seq', 'kind', 'recorded_at', 'payload', 'position', 'prev_seq', 'needs_log', 'problem']);
+
+/**
+ * Checks a table of reads: a field name that several kinds read must have one type in all of
+ * them (SQL gives it one column), and none may be a column of the projector's batch rows.
+ */
+export function defineEventReads<T extends EventReads>(reads: T): T {
+  const types = new Map<string, FieldType>();
+  for (const [kind, fields] of Object.entries(reads)) {
+    for (const [name, read] of Object.entries(fields)) {
+      if (RESERVED_NAMES.has(name)) throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (the projector uses it)`);
+      const known = types.get(name);
+      if (known !== undefined && known !== read.type) throw new Error(`event reads: field "${name}" of ${kind} is a ${read.type}, elsewhere a ${known}`);
+      types.set(name, read.type);
+    }
+  }
+  return reads;
+}
+
+/** What {@link readEvent} found: the fields, or why the event cannot be read. */
+export type EventRead = { problem: null; fields: Record<string, FieldValue> } | { problem: string };
+
+/**
+ * Reads an event of a kind in `reads` as the projection does; `undefined` for a kind it does
+ * not read. The first problem found, in the order the fields are declared, is the one given.
+ *
+ * @example
+ * ```ts
+ * readEvent(reads, { kind: 'suspended', turn: 1.5, reason: 'x' }).problem;
+ * // 'field "turn": expected a u32 (an integer 0..4294967295), got 1.5'
+ * ```
+ */
+export function readEvent(reads: EventReads, event: JsonObject): EventRead | undefined {
+  const fields = reads[event['kind'] as string];
+  if (fields === undefined) return undefined;
+  const values: Record<string, FieldValue> = {};
+  for (const [name, read] of Object.entries(fields)) {
+    const raw = event[name];
+    if (raw === undefined || raw === null) {
+      if (read.whenMissing === 'unreadable') return { problem: `field "${name}": ${MISSING}` };
+      values[name] = read.whenMissing.value;
+      continue;
+    }
+    const problem = typeProblem(read.type, raw, name);
+    if (problem === null) values[name] = raw as FieldValue;
+    else if (read.lenient) values[name] = null;
+    else return { problem };
+  }
+  return { problem: null, fields: values };
+}
+
+const MISSING = 'missing or null';
+const UNSTORABLE = 'contains U+0000 or a lone surrogate, which PostgreSQL cannot store';
+const EXPECTED: Record<FieldType, string> = {
+  u32: 'a u32 (an integer 0..4294967295)',
+  u64: 'a u64 (an integer 0..18446744073709551615)',
+  string: 'a string',
+  strings: 'an array of strings',
+};
+/** How much of an offending value a message shows. */
+const SHOWN = 60;
+
+function typeProblem(type: FieldType, value: JsonValue, name: string): string | null {
+  switch (type) {
+    case 'u32':
+      return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 4294967295 && !Object.is(value, -0)
+        ? null
+        : expected(name, type, value);
+    case 'u64':
+      return (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && !Object.is(value, -0)) ||
+        (typeof value === 'bigint' && value >= 0n && value <= 18446744073709551615n)
+        ? null
+        : expected(name, type, value);
+    case 'string':
+      if (typeof value !== 'string') return expected(name, type, value);
+      return hasUnstorableChar(value) ? `field "${name}": ${UNSTORABLE}` : null;
+    case 'strings': {
+      if (!Array.isArray(value)) return expected(name, type, value);
+      for (let i = 0; i < value.length; i++) {
+        const problem = typeProblem('string', value[i] as JsonValue, `${name}[${i}]`);
+        if (problem !== null) return problem;
+      }
+      return null;
+    }
+  }
+}
+
+function expected(name: string, type: FieldType, value: JsonValue): string {
+  const text = stringifyJson(value);
+  return `field "${name}": expected ${EXPECTED[type]}, got ${text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text}`;
+}
+
+/**
+ * The SQL twin of {@link readEvent}: a subquery for `CROSS JOIN LATERAL`, over the event's
+ * `kind` and `payload` (`json`), with a column `problem` (null when the event can be read, or
+ * of a kind not read) and one typed column per field named in `reads`: `bigint` for a u32,
+ * `numeric` for a u64, `text`, `text[]`; null for an event of another kind. The payload is
+ * parsed once, and only for the kinds in `reads`.
+ *
+ * @example
+ * ```ts
+ * sql`SELECT e.seq, r.problem, r.turn FROM session_events e CROSS JOIN LATERAL ${readFieldsSql(reads, sql`e.kind`, sql`e.payload`)} AS r`
+ * ```
+ */
+export function readFieldsSql(reads: EventReads, kind: RawBuilder<unknown>, payload: RawBuilder<unknown>): RawBuilder<unknown> {
+  const kinds = Object.keys(reads);
+  const names = fieldNames(reads);
+  const types = new Map(kinds.flatMap((k) => Object.entries(reads[k]!).map(([name, read]) => [name, read.type] as const)));
+  const raw = (name: string) => sql`r.${sql.id(name)}`;
+  // Why each field present has not its type: the same check whichever kind reads it.
+  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name))} AS ${sql.id(`type_problem_${name}`)}`);
+  const problems = kinds.map((k) => {
+    const fields = Object.entries(reads[k]!).filter(([, read]) => !read.lenient);
+    const checks = fields.map(([name, read]) =>
+      read.whenMissing === 'unreadable'
+        ? sql`CASE WHEN ${raw(name)} IS NULL THEN ${sql.lit(`field "${name}": ${MISSING}`)} ELSE r.${sql.id(`type_problem_${name}`)} END`
+        : sql`r.${sql.id(`type_problem_${name}`)}`,
+    );
+    return sql`WHEN ${sql.lit(k)} THEN ${checks.length === 0 ? sql`NULL::text` : sql`coalesce(${sql.join(checks)})`}`;
+  });
+  const values = names.map((name) => {
+    const readers = kinds.filter((k) => reads[k]![name] !== undefined);
+    const cases = readers.map((k) => sql`WHEN ${sql.lit(k)} THEN ${fieldValueSql(reads[k]![name]!, raw(name))}`);
+    return sql`CASE ${kind} ${sql.join(cases, sql` `)} END AS ${sql.id(name)}`;
+  });
+  const columns = sql.join(names.map((name) => sql`${sql.id(name)} json`));
+  const kindList = sql.join(kinds.map((k) => sql.lit(k)));
+  return sql`(
+    SELECT CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}
+    FROM (
+      SELECT r.*, ${sql.join(typeProblems)}
+      FROM json_to_record(CASE WHEN ${kind} IN (${kindList}) THEN ${payload} END) AS r(${columns})
+    ) AS r
+  )`;
+}
+
+/** Every field any kind of `reads` names, once, in the order first met. */
+export function fieldNames(reads: EventReads): string[] {
+  return [...new Set(Object.values(reads).flatMap((fields) => Object.keys(fields)))];
+}
+
+/** Whether the raw field (json) has the type. */
+function hasTypeSql(type: FieldType, raw: RawBuilder<unknown>): RawBuilder<boolean> {
+  switch (type) {
+    case 'u32':
+      // CASE, not AND: the cast must not run before the pattern has matched.
+      return sql`(CASE WHEN ${raw}::text ~ '^(0|[1-9][0-9]{0,9})$' THEN ${raw}::text::bigint <= 4294967295 ELSE false END)`;
+    case 'u64':
+      return sql`(CASE WHEN ${raw}::text ~ '^(0|[1-9][0-9]{0,19})$' THEN ${raw}::text::numeric <= 18446744073709551615 ELSE false END)`;
+    case 'string':
+      return sql`(left(${raw}::text, 1) = '"')`;
+    case 'strings':
+      return sql`(CASE WHEN json_typeof(${raw}) = 'array'
+        THEN NOT EXISTS (SELECT FROM json_array_elements(${raw}) AS x(item) WHERE left(x.item::text, 1) <> '"') ELSE false END)`;
+  }
+}
+
+/** The raw field (json, known to have the type) as its SQL value. */
+function typedValueSql(type: FieldType, raw: RawBuilder<unknown>): RawBuilder<unknown> {
+  switch (type) {
+    case 'u32':
+      return sql`${raw}::text::bigint`;
+    case 'u64':
+      return sql`${raw}::text::numeric`;
+    case 'string':
+      return sql`(${raw} #>> '{}')`;
+    case 'strings':
+      return sql`ARRAY(SELECT json_array_elements_text(${raw}))`;
+  }
+}
+
+function fieldValueSql(read: FieldRead, raw: RawBuilder<unknown>): RawBuilder<unknown> {
+  const value = sql`CASE WHEN ${hasTypeSql(read.type, raw)} THEN ${typedValueSql(read.type, raw)} END`;
+  if (read.whenMissing === 'unreadable' || read.whenMissing.value === null) return value;
+  return sql`CASE WHEN ${raw} IS NULL THEN ${missingValueSql(read.type, read.whenMissing.value)} ELSE ${value} END`;
+}
+
+function missingValueSql(type: FieldType, value: FieldValue): RawBuilder<unknown> {
+  switch (type) {
+    case 'u32':
+      return sql`${sql.lit(Number(value))}::bigint`;
+    case 'u64':
+      return sql`${sql.lit(String(value))}::numeric`;
+    case 'string':
+      return sql`${sql.lit(String(value))}::text`;
+    case 'strings':
+      return sql`${sql.lit(`{${(value as readonly string[]).map((item) => JSON.stringify(item)).join(',')}}`)}::text[]`;
+  }
+}
+
+/** Why the raw field, when present, has not its type (null when it is missing or has it). */
+function typeProblemSql(name: string, type: FieldType, raw: RawBuilder<unknown>): RawBuilder<string | null> {
+  return sql`CASE WHEN ${raw} IS NULL OR ${hasTypeSql(type, raw)} THEN NULL::text
+    ELSE ${type === 'strings' ? listProblemSql(name, raw) : valueProblemSql(sql.lit(name), type, raw)} END`;
+}
+
+/** The problem of a raw value that does not have the type; `name` a text expression. */
+function valueProblemSql(name: RawBuilder<unknown>, type: FieldType, raw: RawBuilder<unknown>): RawBuilder<string> {
+  const got = sql`CASE WHEN length(${raw}::text) > ${sql.lit(SHOWN)} THEN left(${raw}::text, ${sql.lit(SHOWN)}) || '…' ELSE ${raw}::text END`;
+  const wrongType = sql<string>`format('field "%s": expected %s, got %s', ${name}, ${sql.lit(EXPECTED[type])}, ${got})`;
+  if (type !== 'string') return wrongType;
+  return sql`CASE WHEN ${raw}::text LIKE ${sql.lit(`{"${UNSTORABLE_STRING_KEY}":%`)} THEN format('field "%s": %s', ${name}, ${sql.lit(UNSTORABLE)})
+    ELSE ${wrongType} END`;
+}
+
+function listProblemSql(name: string, raw: RawBuilder<unknown>): RawBuilder<string> {
+  return sql`CASE WHEN json_typeof(${raw}) <> 'array' THEN ${valueProblemSql(sql.lit(name), 'strings', raw)}
+    ELSE (SELECT ${valueProblemSql(sql`${sql.lit(name)} || '[' || (x.ordinal - 1) || ']'`, 'string', sql`x.item`)}
+          FROM json_array_elements(${raw}) WITH ORDINALITY AS x(item, ordinal)
+          WHERE left(x.item::text, 1) <> '"' ORDER BY x.ordinal LIMIT 1) END`;
+}
