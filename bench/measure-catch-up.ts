@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../src/db/schema.js';
-import { applyOsSnapshotEventsSql, WHOLE_LOG } from '../projections/os-snapshot/sql/apply-os-snapshot-events.js';
+import { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
+import { foldWholeLogSql } from '../src/projector/projection.js';
 import { verifyOsSnapshots } from '../projections/os-snapshot/verify-os-snapshots.js';
 import { median, secondsSince } from './stats.js';
 
@@ -128,7 +129,7 @@ export async function timeStartup(cliEntry: string): Promise<number> {
 export async function runSetBasedLimit(db: Kysely<DB>): Promise<number> {
   const started = performance.now();
   await db.transaction().execute(async (trx) => {
-    await applyOsSnapshotEventsSql(WHOLE_LOG).execute(trx);
+    await foldWholeLogSql(osSnapshotProjection).execute(trx);
   });
   return secondsSince(started);
 }

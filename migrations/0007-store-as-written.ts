@@ -97,7 +97,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX projection_errors_session_idx ON projection_errors (projection, session_id)`.execute(db);
 
   await sql`GRANT SELECT ON os_blocked_sessions TO os_audit_reader, os_audit_projector`.execute(db);
-  await sql`GRANT SELECT, INSERT, DELETE ON projection_blocked_sessions TO os_audit_projector`.execute(db);
+  await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON projection_blocked_sessions TO os_audit_projector`.execute(db);
 }
 
 export async function down(): Promise<void> {

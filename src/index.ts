@@ -18,9 +18,29 @@
  * @module
  */
 
-// The runtime's session log interface, in PostgreSQL.
-export { PostgresSessionLog } from './session-log/postgres-session-log.js';
-export type { SessionLog, SessionLogEntry } from './session-log/session-log.js';
+// The runtime's session log and kernel journal, in PostgreSQL.
+export {
+  KERNEL_PRIMITIVES_V0_2_36,
+  KERNEL_PRIMITIVES_V0_2_60,
+  type KernelPrimitiveKinds,
+  PostgresSessionLog,
+  type PostgresSessionLogOptions,
+} from './session-log/postgres-session-log.js';
+export type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } from './session-log/session-log.js';
+export {
+  type CheckpointCandidate,
+  type InstalledCheckpoint,
+  JournalCasConflictError,
+  type JournalEntry,
+  type JournalErrorClasses,
+  type JournalHead,
+  JournalIntegrityError,
+  JournalIoError,
+  type JournalPruneReceipt,
+  type JournalRecordInput,
+  MAX_CHAIN_POSITION,
+  PostgresKernelJournal,
+} from './session-log/postgres-kernel-journal.js';
 
 // The database.
 export { type DatabaseOptions, openDatabase } from './db/open-database.js';
@@ -28,7 +48,8 @@ export { MigrationError, migrateToLatest } from './db/migrate.js';
 export type { DB } from './db/schema.js';
 
 // The event store.
-export { type AppendOptions, EventStore, type ReadSessionOptions, type StoredEvent } from './store/event-store.js';
+export { type AppendOptions, EventStore, type ReadSessionOptions, type StoredEvent, type StoredEventText } from './store/event-store.js';
+export { type EncodedEvent, type EncodeOptions, encodeEventText, encodeEventValue, encodeSdkEvent } from './store/encode-event.js';
 export { ConcurrencyError } from './store/concurrency-error.js';
 export { type EventOrigin, InvalidEventError } from './store/invalid-event-error.js';
 

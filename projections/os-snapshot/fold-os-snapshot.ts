@@ -1,5 +1,4 @@
-import { readEvent } from '../../src/projector/event-reads.js';
-import type { JsonObject } from '../../src/json/json-value.js';
+import { type EventObject, readEvent } from '../../src/projector/event-reads.js';
 import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
 import {
   emptyOsSnapshot,
@@ -67,7 +66,7 @@ export interface FoldOptions {
  * snapshot.signals.length; // 1
  * ```
  */
-export function foldOsSnapshot(events: Iterable<JsonObject>, from?: OsSnapshot): OsSnapshot {
+export function foldOsSnapshot(events: Iterable<EventObject>, from?: OsSnapshot): OsSnapshot {
   return foldOsSnapshotPrefix(events, from).snapshot;
 }
 
@@ -83,7 +82,7 @@ const COUNTER_OF_KIND: ReadonlyMap<string, keyof typeof OS_SNAPSHOT_COUNTERS> = 
  * foldOsSnapshotPrefix([{ kind: 'resumed' }]).stoppedAt; // { index: 0, problem: 'field "turn": missing or null' }
  * ```
  */
-export function foldOsSnapshotPrefix(events: Iterable<JsonObject>, from?: OsSnapshot, options: FoldOptions = {}): OsSnapshotFold {
+export function foldOsSnapshotPrefix(events: Iterable<EventObject>, from?: OsSnapshot, options: FoldOptions = {}): OsSnapshotFold {
   const base = from ?? emptyOsSnapshot();
   const counters: Record<keyof typeof OS_SNAPSHOT_COUNTERS, number> = {
     page_out_count: base.page_out_count,

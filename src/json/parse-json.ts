@@ -456,7 +456,7 @@ class Parser {
     const { line, column } = lineAndColumn(this.text, offset);
     return new JsonParseError(
       'too_deep',
-      `nesting deeper than ${MAX_JSON_DEPTH} levels in one event at ${where(line, column)}`,
+      `nesting deeper than ${MAX_JSON_DEPTH} levels at ${where(line, column)}`,
       offset,
       line,
       column,

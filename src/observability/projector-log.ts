@@ -7,7 +7,7 @@ const BATCH_SUMMARY_MS = 5000;
 
 /**
  * Logs what a projector reports, one structured line per fact (field `event` names it:
- * `leader`, `standby`, `stopped`, `retry`, `listener`, `waiting`, `projected`, `batch`), with a
+ * `leader`, `standby`, `sessions_stopped`, `retry`, `listener`, `waiting`, `projected`, `batch`), with a
  * message a person can read alone. Batches are summed up every five seconds at `info` (or
  * not at all with `summarizeBatches: false`); each is logged at `debug`.
  *
@@ -36,11 +36,11 @@ export class ProjectorLog {
         return this.log.info({ event: 'leader', epoch: event.epoch }, `leader: ${event.owner} holds the lease (epoch ${event.epoch})`);
       case 'standby':
         return this.log.warn({ event: 'standby', reason: event.reason }, `standby: ${event.reason}`);
-      case 'stopped': {
+      case 'sessions_stopped': {
         const [first] = event.sessions;
         const more = event.count > 1 ? ` (and ${event.count - 1} more sessions; see os-audit status)` : '';
         return this.log.error(
-          { event: 'stopped', sessions: event.sessions, count: event.count },
+          { event: 'sessions_stopped', sessions: event.sessions, count: event.count },
           `stopped session ${JSON.stringify(first?.session_id)} at seq ${first?.seq} (${first?.reason}): ${first?.problem}${more}; every other session goes on`,
         );
       }

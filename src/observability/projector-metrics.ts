@@ -132,7 +132,7 @@ export class ProjectorMetrics {
       case 'standby':
         this.leader.set(0);
         return;
-      case 'stopped':
+      case 'sessions_stopped':
         this.stoppedSessions.inc(event.count);
         return;
     }

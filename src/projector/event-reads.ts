@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { JsonObject, JsonValue } from '../json/json-value.js';
+import type { JsonValue } from '../json/json-value.js';
 import { hasUnstorableChar, UNSTORABLE_STRING_KEY } from '../json/storable-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
 
@@ -90,6 +90,9 @@ export function defineEventReads<T extends EventReads>(reads: T): T {
   return reads;
 }
 
+/** An event as the folds take it: its fields by name (`JsonObject`, or an SDK's typed event). */
+export type EventObject = Readonly<Record<string, unknown>>;
+
 /** What {@link readEvent} found: the fields, or why the event cannot be read. */
 export type EventRead = { problem: null; fields: Record<string, FieldValue> } | { problem: string };
 
@@ -103,12 +106,12 @@ export type EventRead = { problem: null; fields: Record<string, FieldValue> } | 
  * // 'field "turn": expected a u32 (an integer 0..4294967295), got 1.5'
  * ```
  */
-export function readEvent(reads: EventReads, event: JsonObject): EventRead | undefined {
+export function readEvent(reads: EventReads, event: EventObject): EventRead | undefined {
   const fields = reads[event['kind'] as string];
   if (fields === undefined) return undefined;
   const values: Record<string, FieldValue> = {};
   for (const [name, read] of Object.entries(fields)) {
-    const raw = event[name];
+    const raw = event[name] as JsonValue | undefined;
     if (raw === undefined || raw === null) {
       if (read.whenMissing === 'unreadable') return { problem: `field "${name}": ${MISSING}` };
       values[name] = read.whenMissing.value;

@@ -48,7 +48,7 @@ export type ProjectorEvent =
   | { type: 'standby'; owner: string; reason: string }
   | { type: 'batch'; result: BatchResult; durationMs: number }
   /** A batch stopped sessions: at an event the projection cannot read, or at a hole in the log. */
-  | { type: 'stopped'; sessions: StoppedSession[]; count: number }
+  | { type: 'sessions_stopped'; sessions: StoppedSession[]; count: number }
   | { type: 'retry'; error: Error; delayMs: number }
   | { type: 'waiting'; reason: string }
   /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
@@ -122,7 +122,7 @@ export class Projector {
               return runBatch(this.db, this.projection, held, this.options, client);
             });
       if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
-      if (result.stoppedCount > 0) this.emit({ type: 'stopped', sessions: result.stopped, count: result.stoppedCount });
+      if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });
       return result;
     } catch (error) {
       if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) this.standby(error.message);

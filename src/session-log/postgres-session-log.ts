@@ -2,7 +2,9 @@ import type { Kysely } from 'kysely';
 import { type DatabaseOptions, openDatabase } from '../db/open-database.js';
 import type { DB } from '../db/schema.js';
 import { parseJson } from '../json/parse-json.js';
-import { type EncodedEvent, encodeSdkEvent } from '../store/encode-event.js';
+import type { JsonValue } from '../json/json-value.js';
+import { type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../store/encode-event.js';
+import type { EventOrigin } from '../store/invalid-event-error.js';
 import { EventStore } from '../store/event-store.js';
 import { PostgresKernelJournal } from './postgres-kernel-journal.js';
 import type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } from './session-log.js';
@@ -39,10 +41,10 @@ export interface PostgresSessionLogOptions {
   primitives?: KernelPrimitiveKinds;
 }
 
-/** One append waiting for its turn, with what to tell its caller. */
+/** One append (of one or more events, stored together) waiting for its turn, with what to tell its caller. */
 interface QueuedAppend {
-  event: EncodedEvent;
-  resolve: (seq: number) => void;
+  events: EncodedEvent[];
+  resolve: (seqs: number[]) => void;
   reject: (error: unknown) => void;
 }
 
@@ -84,6 +86,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   readonly kernelJournal: PostgresKernelJournal;
   private ownsDatabase = false;
   private readonly parse: (text: string) => Event;
+  private readonly encode: (event: Event, origin: EventOrigin) => EncodedEvent;
   private readonly primitives: KernelPrimitiveKinds;
   /** Per session: the appends waiting while one is on its way (present while one is). */
   private readonly queues = new Map<string, QueuedAppend[]>();
@@ -95,7 +98,9 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   ) {
     this.store = new EventStore(db);
     this.kernelJournal = new PostgresKernelJournal(db);
-    this.parse = (options.values === 'exact' ? parseJson : JSON.parse) as (text: string) => Event;
+    const exact = options.values === 'exact';
+    this.parse = (exact ? parseJson : JSON.parse) as (text: string) => Event;
+    this.encode = exact ? (event, origin) => encodeEventValue(event as unknown as JsonValue, origin) : encodeSdkEvent;
     this.primitives = options.primitives ?? KERNEL_PRIMITIVES_V0_2_60;
   }
 
@@ -114,9 +119,18 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   }
 
   /** Appends `event` at the end of the session's log, after every append this instance was called with before. */
-  append(sessionId: string, event: Event): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      const queued = { event: encodeSdkEvent(event, { sessionId }), resolve, reject };
+  async append(sessionId: string, event: Event): Promise<number> {
+    const [seq] = await this.appendMany(sessionId, [event]);
+    return seq!;
+  }
+
+  /** Appends `events` together, all or nothing, at consecutive seqs; resolves to those seqs. */
+  appendMany(sessionId: string, events: readonly Event[]): Promise<number[]> {
+    return new Promise<number[]>((resolve, reject) => {
+      // Checked now: a refused event fails its own call only, and nothing of it is stored.
+      const encoded = events.map((event, index) => this.encode(event, events.length === 1 ? { sessionId } : { sessionId, index }));
+      if (encoded.length === 0) return resolve([]);
+      const queued = { events: encoded, resolve, reject };
       const queue = this.queues.get(sessionId);
       if (queue !== undefined) {
         queue.push(queued);
@@ -127,26 +141,25 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     });
   }
 
-  /** Appends `events` together, all or nothing, at consecutive seqs; resolves to those seqs. */
-  appendMany(sessionId: string, events: readonly Event[]): Promise<number[]> {
-    return Promise.all(events.map((event) => this.append(sessionId, event)));
-  }
-
   /** Stores a group of appends in one statement, then the group that gathered meanwhile. */
   private async send(sessionId: string, group: QueuedAppend[]): Promise<void> {
     try {
-      const seqs = await this.store.appendEncoded(sessionId, group.map((queued) => queued.event));
-      group.forEach((queued, index) => queued.resolve(seqs[index]!));
+      const seqs = await this.store.appendEncoded(sessionId, group.flatMap((queued) => queued.events));
+      let next = 0;
+      for (const queued of group) {
+        queued.resolve(seqs.slice(next, next + queued.events.length));
+        next += queued.events.length;
+      }
     } catch (error) {
       for (const queued of group) queued.reject(error);
     }
-    const next = this.queues.get(sessionId)!;
-    if (next.length === 0) {
+    const waiting = this.queues.get(sessionId)!;
+    if (waiting.length === 0) {
       this.queues.delete(sessionId);
       return;
     }
     this.queues.set(sessionId, []);
-    await this.send(sessionId, next);
+    await this.send(sessionId, waiting);
   }
 
   /**

@@ -1,6 +1,7 @@
 /** An event as the runtime's SDKs type it: a plain object tagged by its `kind`. */
 export interface SessionLogEvent {
   kind: string;
+  [field: string]: unknown;
 }
 
 /** One event of a session log with its seq: a line `{"seq": N, "event": {…}}` of the SDKs' `<session_id>.jsonl`. */

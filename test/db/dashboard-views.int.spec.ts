@@ -122,6 +122,9 @@ describe('the dashboard views', () => {
       memory_retrieval_result_count: 0,
       page_out_count: 0,
       page_in_count: 0,
+      blocked_at_seq: null,
+      blocked_problem: null,
+      skipped_events: 0,
     };
     expect(rows).toEqual([
       {
@@ -143,6 +146,9 @@ describe('the dashboard views', () => {
         memory_retrieval_result_count: 1,
         page_out_count: 1,
         page_in_count: 1,
+        blocked_at_seq: null,
+        blocked_problem: null,
+        skipped_events: 0,
       },
       {
         session_id: 'quiet',

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonFloat, type JsonObject, type JsonValue } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
-import { fitsPostgresNumeric, hasUnstorableChar, storableSourceText, toStorableJson } from '../../src/json/storable-json.js';
+import { hasUnstorableChar, mayHoldUnreadableEscape, readableStandIn, UNSTORABLE_STRING_KEY } from '../../src/json/storable-json.js';
 import { stringifyJson } from '../../src/json/stringify-json.js';
 
 /** A slow, obvious reference for hasUnstorableChar. */
@@ -34,8 +34,8 @@ function allStrings(value: unknown, out: string[] = []): string[] {
   return out;
 }
 
-/** What PostgreSQL's jsonb would refuse in a JSON text: a \u0000 escape or a lone surrogate, raw or escaped. */
-function jsonbWouldRefuse(text: string): boolean {
+/** What PostgreSQL's JSON functions cannot read in a JSON text: a \u0000 escape or a lone surrogate, raw or escaped. */
+function sqlCannotRead(text: string): boolean {
   return text.includes('\u0000') || hasUnstorableChar(text) || allStrings(JSON.parse(text)).some(hasUnstorableChar);
 }
 
@@ -104,137 +104,68 @@ describe('hasUnstorableChar', () => {
   });
 });
 
-describe('toStorableJson', () => {
-  it('gives exactText null and the exact payload for clean input', () => {
-    const value = parseJson(
-      '{"kind":"text","turn":3,"total_tokens":18446744073709551615,"cost":1.0,"s":"é😀\\n\\"","a":[null,true,{}]}',
-    );
-    const storable = toStorableJson(value);
-    expect(storable.exactText).toBeNull();
-    expect(storable.payload).toBe(stringifyJson(value));
-    expect(storable.payload).toBe(
-      '{"kind":"text","turn":3,"total_tokens":18446744073709551615,"cost":1.0,"s":"é😀\\n\\"","a":[null,true,{}]}',
-    );
+describe('readableStandIn', () => {
+  const unstorable = (text: string) => ({ [UNSTORABLE_STRING_KEY]: text });
+
+  it('is undefined for an event SQL can read as it is, surrogate pairs included', () => {
+    expect(readableStandIn(parseJson('{"kind":"x","t":18446744073709551615,"c":1.0,"s":"é😀\\n","a":[null,{}]}') as JsonObject)).toBeUndefined();
+    expect(readableStandIn(parseJson('{"kind":"x","e":"\\ud83d\\ude00"}') as JsonObject)).toBeUndefined();
   });
 
-  it('leaves a valid surrogate pair alone, escaped or raw in the source', () => {
-    const storable = toStorableJson(parseJson('{"e":"\\ud83d\\ude00","r":"😀"}'));
-    expect(storable).toEqual({ payload: '{"e":"😀","r":"😀"}', exactText: null });
+  it('stands an object in for each string holding U+0000 or a lone surrogate, at any depth', () => {
+    const event = parseJson('{"kind":"x","out":"a\\u0000b","calls":[{"h":"x\\ud800y"}],"l":["\\udc00",1]}') as JsonObject;
+    expect(readableStandIn(event)).toEqual({
+      kind: 'x',
+      out: unstorable('a\ufffdb'),
+      calls: [{ h: unstorable('x\ufffdy') }],
+      l: [unstorable('\ufffd'), 1],
+    });
   });
 
-  it('replaces U+0000 in a nested string and keeps the exact text', () => {
-    const value = parseJson('{"event":{"calls":[{"out":"a\\u0000b"}]}}');
-    const storable = toStorableJson(value);
-    expect(storable.payload).toBe('{"event":{"calls":[{"out":"a\ufffdb"}]}}');
-    expect(storable.exactText).toBe('{"event":{"calls":[{"out":"a\\u0000b"}]}}');
-    expect(parseJson(storable.exactText as string)).toEqual(value);
+  it('puts U+FFFD in keys and in the top-level kind, which stay strings', () => {
+    const event = parseJson('{"kind":"odd\\u0000kind","nested":{"k\\u0000":"v","kind":"\\u0000"}}') as JsonObject;
+    expect(readableStandIn(event)).toEqual({ kind: 'odd\ufffdkind', nested: { 'k\ufffd': 'v', kind: unstorable('\ufffd') } });
   });
 
-  it('replaces U+0000 in a key', () => {
-    const value = parseJson('{"ok":1,"nested":{"k\\u0000":"v"}}');
-    const storable = toStorableJson(value);
-    expect(storable.payload).toBe('{"ok":1,"nested":{"k\ufffd":"v"}}');
-    expect(storable.exactText).toBe('{"ok":1,"nested":{"k\\u0000":"v"}}');
-    expect(parseJson(storable.exactText as string)).toEqual(value);
+  it('never changes its input', () => {
+    const event = parseJson('{"kind":"x","a":["\\u0000"]}') as JsonObject;
+    const before = stringifyJson(event);
+    readableStandIn(event);
+    expect(stringifyJson(event)).toBe(before);
   });
 
-  it('replaces lone high and low surrogates in strings and keys', () => {
-    const value = parseJson('{"h":"x\\ud800y","l":["\\udc00"],"\\udbff":1,"mixed":"😀\\ude00\\ud83d\\ude00\\ud83d"}');
-    const storable = toStorableJson(value);
-    expect(storable.payload).toBe('{"h":"x\ufffdy","l":["\ufffd"],"\ufffd":1,"mixed":"😀\ufffd😀\ufffd"}');
-    expect(storable.exactText).toBe(
-      '{"h":"x\\ud800y","l":["\\udc00"],"\\udbff":1,"mixed":"😀\\ude00😀\\ud83d"}',
-    );
-    expect(jsonbWouldRefuse(storable.payload)).toBe(false);
-    expect(jsonbWouldRefuse(storable.exactText as string)).toBe(true); // it is for a text column
-    expect(parseJson(storable.exactText as string)).toEqual(value);
-  });
-
-  it('sanitizes a bare string value', () => {
-    expect(toStorableJson('\u0000')).toEqual({ payload: '"\ufffd"', exactText: '"\\u0000"' });
-    expect(toStorableJson('ok')).toEqual({ payload: '"ok"', exactText: null });
-    expect(toStorableJson(18446744073709551615n)).toEqual({ payload: '18446744073709551615', exactText: null });
-  });
-
-  it('may repeat a key in payload when replacing makes two keys equal; exactText keeps both', () => {
-    const value = parseJson('{"a\\u0000":1,"a\\ud800":2}');
-    const storable = toStorableJson(value);
-    expect(storable.payload).toBe('{"a\ufffd":1,"a\ufffd":2}');
-    expect(parseJson(storable.exactText as string)).toEqual(value);
-  });
-
-  it('always gives a jsonb-safe payload and a lossless way back (property)', () => {
+  it('always gives what SQL can read, and nothing when there was nothing to replace (property)', () => {
     fc.assert(
       fc.property(anyJson, (value) => {
-        const { payload, exactText } = toStorableJson(value);
-        expect(jsonbWouldRefuse(payload)).toBe(false);
+        const event = Object.assign(Object.create(null) as JsonObject, { kind: 'x', value });
+        const standIn = readableStandIn(event);
         const dirty = allStrings(value).some(hasUnstorableChar);
-        expect(exactText === null).toBe(!dirty);
-        if (exactText === null) {
-          expect(payload).toBe(stringifyJson(value));
-          expect(parseJson(payload)).toEqual(value);
-        } else {
-          expect(exactText).toBe(stringifyJson(value));
-          expect(parseJson(exactText)).toEqual(value);
-          expect(payload.length).toBeLessThanOrEqual(exactText.length);
-        }
+        expect(standIn === undefined).toBe(!dirty);
+        if (standIn !== undefined) expect(sqlCannotRead(stringifyJson(standIn))).toBe(false);
       }),
       { numRuns: 1000 },
     );
   });
-
-  it('writes numbers beyond PostgreSQL numeric as strings in payload and keeps them in exactText', () => {
-    const value = parseJson('{"huge":1e131072,"tiny":1e-20000,"long":' + '9'.repeat(131_073) + ',"ok":1e1000,"fine":12.5}');
-    const { payload, exactText } = toStorableJson(value);
-    const stored = JSON.parse(payload) as Record<string, unknown>;
-    expect(stored.huge).toBe('1e131072');
-    expect(stored.tiny).toBe('1e-20000');
-    expect(stored.long).toBe('9'.repeat(131_073));
-    expect(payload).toContain('"ok":1e1000,"fine":12.5');
-    expect(parseJson(exactText!)).toEqual(value);
-  });
-
-  it.each([
-    ['1', true],
-    ['1e131071', true],
-    ['1e131072', false],
-    ['0.5e-16382', true],
-    ['1e-16384', false],
-    ['-12.25E+3', true],
-  ])('knows whether jsonb holds %s', (literal, fits) => {
-    expect(fitsPostgresNumeric(literal)).toBe(fits);
-  });
 });
 
-describe('storableSourceText', () => {
-  it('takes the source as it is when jsonb can hold it', () => {
-    expect(storableSourceText('{"a": 18446744073709551615, "b": 1.50, "c": "\\ud83d\\ude00x"}')).toBeUndefined();
-    expect(storableSourceText('{"a": 18446744073709551615, "b": 1.50, "c": "x"}')).toEqual({
-      payload: '{"a": 18446744073709551615, "b": 1.50, "c": "x"}',
-      exactText: null,
-    });
-  });
-
+describe('mayHoldUnreadableEscape', () => {
   it.each([
-    ['U+0000 escaped', '{"a": "x\\u0000"}'],
-    ['a lone surrogate escaped', '{"a": "\\udc00"}'],
-    ['a long number', `{"a": ${'9'.repeat(70)}}`],
-    ['a large exponent', '{"a": 1e131072}'],
-  ])('leaves %s to the careful path', (_case, text) => {
-    expect(storableSourceText(text)).toBeUndefined();
+    ['U+0000 escaped', '{"a": "x\\u0000"}', true],
+    ['a lone surrogate escaped', '{"a": "\\udc00"}', true],
+    ['a pair escaped (left to the careful path)', '{"a": "\\ud83d\\ude00"}', true],
+    ['another escape', '{"a": "\\u00e9"}', false],
+    ['no escape at all', '{"a": 18446744073709551615, "b": 1e131072}', false],
+  ])('%s: %s', (_case, text, expected) => {
+    expect(mayHoldUnreadableEscape(text)).toBe(expected);
   });
 
-  it('sends to the careful path exactly the texts one plain pattern matches (property)', () => {
-    const reference = /\\u0000|\\u[dD][89a-fA-F]|[0-9]{64}|[0-9][eE][+-]?[0-9]{4}/;
-    const piece = fc.oneof(
-      fc.constantFrom('\\u', '\\u0000', '\\ud8', '\\uDa', '\\u00e9', 'e', 'E', '+', '-', '"', ' ', 'x'),
-      fc.integer({ min: 0, max: 9 }).map(String),
-      fc.integer({ min: 1, max: 70 }).map((length) => '7'.repeat(length)),
-    );
+  it('flags exactly the texts one plain pattern matches (property)', () => {
+    const reference = /\\u0000|\\u[dD][89a-fA-F]/;
+    const piece = fc.constantFrom('\\u', '\\u0000', '\\ud8', '\\uDa', '\\u00e9', 'e', '"', ' ', 'x', '0');
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 30 }), (pieces) => {
         const text = pieces.join('');
-        expect(storableSourceText(text) === undefined).toBe(reference.test(text));
+        expect(mayHoldUnreadableEscape(text)).toBe(reference.test(text));
       }),
       { numRuns: 2000 },
     );

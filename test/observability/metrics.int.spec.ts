@@ -11,7 +11,7 @@ import { parseSamples, sampleValue } from './prometheus-samples.js';
 /**
  * `os-audit project --metrics-port 0` as real processes, seen over real HTTP the way Prometheus
  * and an orchestrator see them: health, readiness, and metrics through a burst of appends, a
- * standby next to the leader, and a halt on a poison event.
+ * standby next to the leader, and a session stopped at an event the snapshot cannot read.
  */
 const testDb = useTestDatabase();
 const startDaemon = useDaemonProcesses();
@@ -31,7 +31,8 @@ const EVERY_METRIC = [
   'os_audit_lag_seconds',
   'os_audit_projection_errors',
   'os_audit_leader',
-  'os_audit_halted',
+  'os_audit_sessions_stopped_total',
+  'os_audit_blocked_sessions',
   'os_audit_projector_info',
 ];
 
@@ -78,7 +79,7 @@ async function holdHorizon(): Promise<{ release: () => Promise<void> }> {
 }
 
 describe('os-audit project --metrics-port', () => {
-  it('serves health, readiness and metrics; lag rises with a burst and returns to 0; standby and halt show', async () => {
+  it('serves health, readiness and metrics; lag rises with a burst and returns to 0; standby and stopped sessions show', async () => {
     // Settings come from the environment too (flags would win).
     const a = startDaemon(testDb.url, { owner: 'metrics-a', env: { OS_AUDIT_BATCH_SIZE: '2000', OS_AUDIT_LOG_FORMAT: 'json' } });
     const urlA = await a.metricsUrl();
@@ -168,17 +169,20 @@ describe('os-audit project --metrics-port', () => {
     expect(sampleValue(standby, 'os_audit_projector_info', { owner: 'metrics-b' })).toBe(1);
     expect(await metric(a, 'os_audit_leader')).toBe(1);
 
-    // A poison event halts the leader: not ready, with the reason; the standby is unaffected.
-    const position = await writeByHand(testDb.db, 'poisoned', 0, '{"kind":"suspended","turn":"three","reason":"ask_user"}');
-    const halted = await pollUntil('metrics-a to report the halt on /readyz', async () => {
-      const answer = await readyz(a);
-      return answer.status === 503 && answer;
-    }, { timeoutMs: 30_000, intervalMs: 100 });
-    expect(halted.body).toMatchObject({ status: 'not ready', owner: 'metrics-a', role: 'leader' });
-    expect(halted.body.reason).toMatch(new RegExp(`^halted: projection os_snapshot stopped at position ${position}: session "poisoned", seq 0 \\(suspended\\)`));
-    expect(await metric(a, 'os_audit_halted')).toBe(1);
-    expect(await metric(a, 'os_audit_leader')).toBe(1);
-    expect(await a.waitForLog('halted')).toMatchObject({ level: 'error', reason: 'poison', detail: { position, session_id: 'poisoned', seq: 0 } });
+    // An event the snapshot cannot read stops its session only: the leader stays ready and counts it.
+    const position = await writeByHand(testDb.db, 'unreadable', 0, '{"kind":"suspended","turn":"three","reason":"ask_user"}');
+    expect(await a.waitForLog('sessions_stopped')).toMatchObject({
+      level: 'error',
+      count: 1,
+      sessions: [{ session_id: 'unreadable', seq: 0, position, kind: 'suspended', reason: 'unreadable' }],
+    });
+    expect(await metric(a, 'os_audit_sessions_stopped_total')).toBe(1);
+    await pollUntil('os_audit_blocked_sessions to count the stopped session', async () => (await metric(a, 'os_audit_blocked_sessions')) === 1, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
+    expect(await readyz(a)).toMatchObject({ status: 200, body: { role: 'leader' } });
+    expect(await metric(b, 'os_audit_sessions_stopped_total')).toBe(0);
     expect((await get(`${urlA}/healthz`)).status).toBe(200);
     expect((await readyz(b)).status).toBe(200);
 

@@ -2,7 +2,6 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger, type LoggerOptions } from '../../src/observability/create-logger.js';
 import { ProjectorLog } from '../../src/observability/projector-log.js';
-import { ProjectionHaltedError } from '../../src/projector/projection-halted-error.js';
 import type { ProjectorEvent } from '../../src/projector/projector.js';
 
 function capture(tty = false) {
@@ -20,7 +19,15 @@ const records = (text: string) =>
 
 const batch = (eventsApplied: number, position: number, skipped = 0): ProjectorEvent => ({
   type: 'batch',
-  result: { windowCount: eventsApplied + skipped, eventsApplied, skipped, checkpoint: { transactionId: '77', position } },
+  result: {
+    windowCount: eventsApplied + skipped,
+    eventsApplied,
+    skipped,
+    stoppedCount: 0,
+    stopped: [],
+    resumedCount: 0,
+    checkpoint: { transactionId: '77', position },
+  },
   durationMs: 12.34,
 });
 
@@ -43,12 +50,10 @@ describe('the daemon logs', () => {
     projectorLog.record({ type: 'retry', error: new Error('connect ECONNREFUSED'), delayMs: 1000 });
     projectorLog.record({ type: 'retry', error: new Error('Connection terminated'), delayMs: 0 });
     projectorLog.record({ type: 'waiting', reason: 'another projector holds the lease' });
-    projectorLog.record({
-      type: 'halted',
-      error: new ProjectionHaltedError('projection os_snapshot stopped at position 9: …', 'poison', { position: 9, session_id: 's', seq: 1 }),
-    });
+    const stoppedSession = { session_id: 's', seq: 1, position: 9, kind: 'resumed', reason: 'unreadable' as const, problem: 'field "turn": missing or null' };
+    projectorLog.record({ type: 'sessions_stopped', sessions: [stoppedSession], count: 3 });
     await new Promise((resolve) => setImmediate(resolve));
-    const [leader, standby, retry, listener, waiting, halted] = records(out.text());
+    const [leader, standby, retry, listener, waiting, stopped] = records(out.text());
     expect(leader).toEqual({
       level: 'info',
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
@@ -63,8 +68,10 @@ describe('the daemon logs', () => {
     expect(retry).toMatchObject({ level: 'warn', event: 'retry', delayMs: 1000, err: { message: 'connect ECONNREFUSED' }, msg: 'retrying in 1000 ms: connect ECONNREFUSED' });
     expect(listener).toMatchObject({ level: 'warn', event: 'listener', error: 'Connection terminated' });
     expect(waiting).toMatchObject({ level: 'info', event: 'waiting', reason: 'another projector holds the lease' });
-    expect(halted).toMatchObject({ level: 'error', event: 'halted', reason: 'poison', detail: { position: 9, session_id: 's', seq: 1 } });
-    expect(halted!.msg).toMatch(/^halted: projection os_snapshot stopped at position 9/);
+    expect(stopped).toMatchObject({ level: 'error', event: 'sessions_stopped', count: 3, sessions: [stoppedSession] });
+    expect(stopped!.msg).toBe(
+      'stopped session "s" at seq 1 (unreadable): field "turn": missing or null (and 2 more sessions; see os-audit status); every other session goes on',
+    );
   });
 
   it('sum batches up every five seconds, and the rest on close; each batch at debug', async () => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { ProjectorMetrics } from '../../src/observability/projector-metrics.js';
-import { ProjectionHaltedError } from '../../src/projector/projection-halted-error.js';
 import type { ProjectionStatus } from '../../src/projector/projection-status.js';
 import type { ProjectorEvent } from '../../src/projector/projector.js';
 import { parseSamples, sampleValue } from './prometheus-samples.js';
@@ -9,10 +8,14 @@ const projection = { projection: 'os_snapshot' };
 const checkpoint = { transactionId: '812', position: 40 };
 
 function batch(eventsApplied: number, durationMs: number, skipped = 0): ProjectorEvent {
-  return { type: 'batch', result: { windowCount: eventsApplied + skipped, eventsApplied, skipped, checkpoint }, durationMs };
+  return {
+    type: 'batch',
+    result: { windowCount: eventsApplied + skipped, eventsApplied, skipped, stoppedCount: 0, stopped: [], resumedCount: 0, checkpoint },
+    durationMs,
+  };
 }
 
-function status(events: number, seconds: number, skippedEvents: number): ProjectionStatus {
+function status(events: number, seconds: number, skippedEvents: number, blockedSessions = 0): ProjectionStatus {
   return {
     projection: 'os_snapshot',
     checkpoint: { ...checkpoint, updatedAt: new Date(), eventsApplied: 0 },
@@ -20,6 +23,8 @@ function status(events: number, seconds: number, skippedEvents: number): Project
     leader: null,
     lastError: null,
     skippedEvents,
+    blockedSessions,
+    blocked: [],
     horizonHeldBy: null,
   };
 }
@@ -27,11 +32,11 @@ function status(events: number, seconds: number, skippedEvents: number): Project
 describe('ProjectorMetrics', () => {
   it('shows its counts at 0 from the start, the lag only once read, in a registry of its own', async () => {
     const text = await new ProjectorMetrics({ projection: 'os_snapshot', owner: 'host:1:abc' }).render();
-    for (const name of ['os_audit_events_projected_total', 'os_audit_batches_total', 'os_audit_poison_events_total', 'os_audit_leader', 'os_audit_halted']) {
+    for (const name of ['os_audit_events_projected_total', 'os_audit_batches_total', 'os_audit_poison_events_total', 'os_audit_sessions_stopped_total', 'os_audit_leader']) {
       expect(sampleValue(text, name, projection)).toBe(0);
     }
     const names = new Set(parseSamples(text).map((sample) => sample.name));
-    expect(['os_audit_lag_events', 'os_audit_lag_seconds', 'os_audit_projection_errors'].filter((name) => names.has(name))).toEqual([]);
+    expect(['os_audit_lag_events', 'os_audit_lag_seconds', 'os_audit_projection_errors', 'os_audit_blocked_sessions'].filter((name) => names.has(name))).toEqual([]);
     expect(sampleValue(text, 'os_audit_batch_duration_seconds_count', projection)).toBe(0);
     expect(sampleValue(text, 'os_audit_projector_info', { owner: 'host:1:abc', projection: 'os_snapshot' })).toBe(1);
     expect(text).toMatch(/^# TYPE os_audit_events_projected_total counter$/m);
@@ -59,21 +64,19 @@ describe('ProjectorMetrics', () => {
     expect([bucket('0.001'), bucket('0.25'), bucket('10'), bucket('+Inf')]).toEqual([1, 2, 2, 3]);
   });
 
-  it('follows the lease and halts, and sets the lag from status reads', async () => {
+  it('follows the lease, counts stopped sessions, and sets the lag and the blocked sessions from status reads', async () => {
     const metrics = new ProjectorMetrics({ projection: 'os_snapshot', owner: 'o' });
     const value = async (name: string) => sampleValue(await metrics.render(), name, projection);
     metrics.record({ type: 'leader', owner: 'o', epoch: 3 });
     expect(await value('os_audit_leader')).toBe(1);
-    metrics.record({ type: 'halted', error: new ProjectionHaltedError('stopped', 'poison', {}) });
-    expect([await value('os_audit_halted'), await value('os_audit_leader')]).toEqual([1, 1]);
-    metrics.record(batch(1, 1));
-    expect(await value('os_audit_halted')).toBe(0);
-    metrics.record({ type: 'halted', error: new ProjectionHaltedError('stopped', 'poison', {}) });
+    metrics.record({ type: 'sessions_stopped', sessions: [], count: 4 });
+    expect([await value('os_audit_sessions_stopped_total'), await value('os_audit_leader')]).toEqual([4, 1]);
     metrics.record({ type: 'standby', owner: 'o', reason: 'lease lost' });
-    expect([await value('os_audit_halted'), await value('os_audit_leader')]).toEqual([0, 0]);
+    expect(await value('os_audit_leader')).toBe(0);
 
-    metrics.recordStatus(status(1234, 2.5, 3));
+    metrics.recordStatus(status(1234, 2.5, 3, 7));
     expect([await value('os_audit_lag_events'), await value('os_audit_lag_seconds'), await value('os_audit_projection_errors')]).toEqual([1234, 2.5, 3]);
+    expect(await value('os_audit_blocked_sessions')).toBe(7);
     metrics.recordStatus(status(0, 0, 3));
     expect([await value('os_audit_lag_events'), await value('os_audit_lag_seconds')]).toEqual([0, 0]);
   });

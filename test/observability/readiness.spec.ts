@@ -1,11 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { Readiness } from '../../src/observability/readiness.js';
-import { ProjectionHaltedError } from '../../src/projector/projection-halted-error.js';
 import type { ProjectorEvent } from '../../src/projector/projector.js';
 
 const checkpoint = { transactionId: '1', position: 1 };
-const batch: ProjectorEvent = { type: 'batch', result: { windowCount: 1, eventsApplied: 1, skipped: 0, checkpoint }, durationMs: 3 };
-const halted: ProjectorEvent = { type: 'halted', error: new ProjectionHaltedError('projection os_snapshot stopped at position 9', 'poison', {}) };
+const batch: ProjectorEvent = {
+  type: 'batch',
+  result: { windowCount: 1, eventsApplied: 1, skipped: 0, stoppedCount: 0, stopped: [], resumedCount: 0, checkpoint },
+  durationMs: 3,
+};
+const stopped: ProjectorEvent = {
+  type: 'sessions_stopped',
+  sessions: [{ session_id: 's', seq: 9, position: 90, kind: 'resumed', reason: 'unreadable', problem: 'field "turn": missing or null' }],
+  count: 1,
+};
 
 /** A readiness on a clock the test moves; stale after 15 s (three 5 s lease TTLs). */
 function readinessAt(start = 1_000_000) {
@@ -58,18 +65,12 @@ describe('Readiness', () => {
     expect(readiness.check().ready).toBe(true);
   });
 
-  it('fails while halted on a poison event, until a batch goes through or the lease is gone', () => {
+  it('stays ready when a batch stops a session: every other session goes on', () => {
     const { readiness } = readinessAt();
     readiness.record({ type: 'leader', owner: 'o', epoch: 1 });
-    readiness.record(halted);
-    expect(readiness.check()).toEqual({ ready: false, role: 'leader', reason: 'halted: projection os_snapshot stopped at position 9' });
-    readiness.recordStatusRead();
-    expect(readiness.check().ready).toBe(false);
     readiness.record(batch);
-    expect(readiness.check().ready).toBe(true);
-    readiness.record(halted);
-    readiness.record({ type: 'standby', owner: 'o', reason: 'lease lost' });
-    expect(readiness.check()).toEqual({ ready: true, role: 'standby' });
+    readiness.record(stopped);
+    expect(readiness.check()).toEqual({ ready: true, role: 'leader' });
   });
 
   it('fails while the projector retries after an error, until its next attempt has had time to fail again', () => {

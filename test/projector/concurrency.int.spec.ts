@@ -65,8 +65,10 @@ function startProjector(prefix: string) {
           state.batchesDuringWrites += 1;
           state.eventsDuringWrites += event.result.eventsApplied;
         }
-      } else if (event.type === 'retry' || event.type === 'halted' || event.type === 'standby') {
+      } else if (event.type === 'retry' || event.type === 'standby') {
         state.problems.push(`${event.type}: ${'error' in event ? event.error.message : event.reason}`);
+      } else if (event.type === 'sessions_stopped') {
+        state.problems.push(`stopped: ${event.sessions.map((session) => session.problem).join('; ')}`);
       }
     },
   });
@@ -90,8 +92,8 @@ async function waitCaughtUp(projector: ReturnType<typeof startProjector>): Promi
   return pollUntil(
     'the projection to catch up',
     async () => {
-      const halted = projector.state.problems.filter((problem) => problem.startsWith('halted'));
-      if (halted.length > 0) throw new Error(`the projector halted: ${halted.join('; ')}`);
+      const stopped = projector.state.problems.filter((problem) => problem.startsWith('stopped'));
+      if (stopped.length > 0) throw new Error(`the projector stopped sessions: ${stopped.join('; ')}`);
       const total = await countEvents(testDb.db);
       const status = await readProjectionStatus(testDb.db, 'os_snapshot');
       return status.behind.events === 0 ? total : undefined;

@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { LeaseLostError } from '../../src/projector/lease.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
@@ -8,29 +10,53 @@ import { useTestDatabase } from '../support/test-database.js';
 const testDb = useTestDatabase();
 
 describe('the lease', () => {
-  it('lets a batch that outlasts the lease commit: nobody can take the lease while the batch holds it', async () => {
+  it('fences a batch that outlasts it: a rival takes over, and exactly one of them folds the events', async () => {
     await new EventStore(testDb.db).append('slow-batch', [sampleEvent(1), sampleEvent(2)]);
     await waitForHorizon(testDb.db);
     const projector = osSnapshotProjector(testDb.db, { leaseTtlMs: 500 });
     const rival = osSnapshotProjector(testDb.db, { leaseTtlMs: 500, owner: 'rival' });
     expect(await projector.lead()).toBe(true);
 
+    // A lock on a snapshot table holds the leader's batch back past its lease's expiry.
+    const blocker = new pg.Client({ connectionString: testDb.url });
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE os_signals IN SHARE MODE');
+    const batch = projector.step().then(
+      (result) => result,
+      (error: unknown) => error,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    expect(await rival.lead()).toBe(true);
+    const rivalBatch = rival.step();
+    await blocker.query('COMMIT');
+    await blocker.end();
+
+    // The old leader's batch cannot commit under a lease that moved on: it is fenced out whole.
+    expect(await batch).toBeInstanceOf(LeaseLostError);
+    expect(await rivalBatch).toMatchObject({ windowCount: 2, eventsApplied: 2 });
+    await rival.releaseLease();
+    const checkpoint = await testDb.db.selectFrom('projection_checkpoints').select('events_applied').executeTakeFirstOrThrow();
+    expect(checkpoint.events_applied).toBe(2);
+    expect(await verifyOsSnapshots(testDb.db, { all: true })).toMatchObject({ mismatches: [], pending: [] });
+  });
+
+  it('lets a batch that outlasts it commit when nobody took over', async () => {
+    await new EventStore(testDb.db).append('slow-alone', [sampleEvent(1)]);
+    await waitForHorizon(testDb.db);
+    const projector = osSnapshotProjector(testDb.db, { leaseTtlMs: 500 });
+    expect(await projector.lead()).toBe(true);
     const blocker = new pg.Client({ connectionString: testDb.url });
     await blocker.connect();
     await blocker.query('BEGIN');
     await blocker.query('LOCK TABLE os_signals IN SHARE MODE');
     const batch = projector.step();
     await new Promise((resolve) => setTimeout(resolve, 1200));
-    // The lease has expired by the clock, but its row is locked by the batch: no takeover.
-    const takeover = rival.lead();
     await blocker.query('COMMIT');
     await blocker.end();
-
-    expect(await batch).toMatchObject({ windowCount: 2, eventsApplied: 2 });
-    // Once the batch committed, the expired lease is free to take.
-    expect(await takeover).toBe(true);
-    await rival.releaseLease();
-    const checkpoint = await testDb.db.selectFrom('projection_checkpoints').select('events_applied').executeTakeFirstOrThrow();
-    expect(checkpoint.events_applied).toBe(2);
+    // Expired, but nobody took it (the epoch is still this leader's): the batch renews it and commits.
+    expect(await batch).toMatchObject({ windowCount: 1, eventsApplied: 1 });
+    await projector.releaseLease();
+    expect(await verifyOsSnapshots(testDb.db, { sessions: ['slow-alone'] })).toMatchObject({ mismatches: [], pending: [] });
   });
 });

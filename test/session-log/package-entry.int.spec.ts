@@ -26,16 +26,25 @@ const expectedExports = [
   'EventStore',
   'EventValidationError',
   'InvalidEventError',
+  'JournalCasConflictError',
+  'JournalIntegrityError',
+  'JournalIoError',
   'JsonFloat',
   'JsonParseError',
+  'KERNEL_PRIMITIVES_V0_2_36',
+  'KERNEL_PRIMITIVES_V0_2_60',
   'LeaseLostError',
+  'MAX_CHAIN_POSITION',
   'MigrationError',
   'OS_SNAPSHOT_PROJECTION',
+  'PostgresKernelJournal',
   'PostgresSessionLog',
-  'ProjectionHaltedError',
   'Projector',
   'canonicalOsSnapshot',
   'emptyOsSnapshot',
+  'encodeEventText',
+  'encodeEventValue',
+  'encodeSdkEvent',
   'foldOsSnapshot',
   'isJsonObject',
   'migrateToLatest',
@@ -55,14 +64,14 @@ const expectedExports = [
 const consumerJs = `
 import { createRequire } from 'node:module';
 import * as api from 'os-audit';
-import { foldOsSnapshot, PostgresSessionLog, stringifyJson, validateEvent } from 'os-audit';
+import { foldOsSnapshot, PostgresSessionLog, stringifyJson } from 'os-audit';
 
-const log = PostgresSessionLog.connect({ connectionString: process.argv[2] });
+const log = PostgresSessionLog.connect({ connectionString: process.argv[2], values: 'exact' });
 try {
   await log.append('package-entry', { kind: 'run_terminal', reason: 'done', turns_used: 1, total_tokens: 18446744073709551615n });
   await log.append('package-entry', { kind: 'suspended', turn: 2, reason: 'ask_user', pending_calls: ['c1'] });
   const entries = await log.read('package-entry');
-  const snapshot = foldOsSnapshot(entries.map(({ event }) => validateEvent(event)));
+  const snapshot = foldOsSnapshot(entries.map(({ event }) => event));
   const deepImport = await import('os-audit/dist/src/store/event-store.js').then(() => 'resolved', (error) => error.code);
   const packageName = createRequire(import.meta.url)('os-audit/package.json').name;
   console.log(stringifyJson({ names: Object.keys(api).sort(), entries, lastSuspend: snapshot.last_suspend, deepImport, packageName }));
@@ -72,25 +81,34 @@ try {
 `;
 
 const consumerTs = `
-import {
-  type JsonValue,
-  type OsSnapshot,
-  PostgresSessionLog,
-  type SessionLog,
-  type SessionLogEntry,
-  foldOsSnapshot,
-  validateEvent,
-} from 'os-audit';
+import { type OsSnapshot, PostgresSessionLog, type SessionLog, type SessionLogEntry, foldOsSnapshot } from 'os-audit';
+
+// The runtime SDK's interface, as it declares it: events a union tagged by kind.
+type SdkEvent =
+  | { kind: 'run_started'; run_id: string; goal: string; criteria: string[] }
+  | { kind: 'page_in'; turn: number; entry_count: number };
+interface SdkSessionLog {
+  append(sessionId: string, event: SdkEvent): Promise<number>;
+  read(sessionId: string, fromSeq?: number, primitiveFilter?: 'syscall' | 'sched' | 'mm'): Promise<Array<{ seq: number; event: SdkEvent }>>;
+  latestSeq(sessionId: string): Promise<number>;
+}
 
 export async function replay(connectionString: string): Promise<OsSnapshot> {
-  const log: SessionLog = PostgresSessionLog.connect({ connectionString });
+  // A drop-in: assignable to the SDK's interface without a cast, untyped or typed.
+  const untyped: SdkSessionLog = PostgresSessionLog.connect({ connectionString });
+  const typed: SdkSessionLog = PostgresSessionLog.connect<SdkEvent>({ connectionString });
+  // @ts-expect-error a typed log takes only the events of its type
+  await typed.append('s', { kind: 'page_in', turn: 'one' });
+  void untyped;
+
+  const log: SessionLog = PostgresSessionLog.connect({ connectionString, values: 'exact' });
   const seq: number = await log.append('s', { kind: 'page_in', turn: 1, entry_count: 2, big: 18446744073709551615n });
-  const entries: SessionLogEntry[] = await log.read('s', seq);
-  const total: JsonValue | undefined = entries[0]?.event.big;
+  const entries: SessionLogEntry[] = await log.read('s', seq, 'mm');
+  const total: unknown = entries[0]?.event.big;
   void total;
-  // @ts-expect-error an event is a JSON object
+  // @ts-expect-error an event is an object with a kind
   await log.append('s', 'not an event');
-  return foldOsSnapshot(entries.map(({ event }) => validateEvent(event)));
+  return foldOsSnapshot(entries.map(({ event }) => event));
 }
 `;
 

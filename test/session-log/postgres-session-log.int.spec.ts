@@ -1,7 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidEventError, type JsonObject, JsonFloat, parseJson, PostgresSessionLog, type SessionLog } from '../../src/index.js';
+import {
+  InvalidEventError,
+  type JsonObject,
+  JsonFloat,
+  KERNEL_PRIMITIVES_V0_2_36,
+  type KernelPrimitive,
+  parseJson,
+  PostgresSessionLog,
+  type SessionLog,
+} from '../../src/index.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 /** The SDKs' `SessionLog` semantics, against a real PostgreSQL. */
@@ -52,13 +61,24 @@ describe('the SessionLog interface', () => {
     await expect(log.read('slices', 1.5)).rejects.toThrow(RangeError);
   });
 
-  it('gives events back exactly: u64 max as bigint, U+0000 in text, floats, unknown kinds and extra fields', async () => {
+  it("gives events back as JSON.parse gives what JSON.stringify wrote, keys in written order, as the SDKs' FileSessionLog does", async () => {
+    const log = sessionLog();
+    const written = { kind: 'tool_completed', turn: 1, z_last: 'a\u0000b', results: [{ call_id: 'c1', output: 'ok', score: 1.5 }], skipped: undefined, nan: Number.NaN };
+    await log.append('plain', written);
+    const [entry] = await log.read('plain');
+    expect(entry).toEqual({ seq: 0, event: JSON.parse(JSON.stringify(written)) });
+    expect(Object.keys(entry!.event)).toEqual(['kind', 'turn', 'z_last', 'results', 'nan']);
+    expect(entry!.event.nan).toBeNull();
+    expect(Object.getPrototypeOf(entry!.event)).toBe(Object.prototype);
+  });
+
+  it('gives events back exactly with values: exact: u64 max as bigint, U+0000 in text, floats, unknown kinds and extra fields', async () => {
     const events = parseJson(
       '[{"kind":"run_terminal","reason":"done","turns_used":4294967295,"total_tokens":18446744073709551615},' +
         '{"kind":"tool_completed","turn":1,"results":[{"call_id":"c1","output":"a\\u0000b"}],"x_extra":{"cost":1.50}},' +
         '{"kind":"workflow_completed","turn":7,"node_outcomes":[],"anything":[true,null,{"deep":"\\u0000"}]}]',
     ) as JsonObject[];
-    const log = sessionLog();
+    const log = new PostgresSessionLog(testDb.db, { values: 'exact' });
     for (const event of events) await log.append('exact', event);
     const read = await log.read('exact');
     expect(read).toEqual(events.map((event, seq) => ({ seq, event })));
@@ -68,17 +88,40 @@ describe('the SessionLog interface', () => {
     expect(read[2]!.event.kind).toBe('workflow_completed');
   });
 
-  it('rejects an invalid event naming session and field, and stores nothing', async () => {
+  it('stores any object with a non-empty string kind, and rejects anything else naming the session, storing nothing', async () => {
     const log = sessionLog();
-    const attempt = log.append('invalid', { kind: 'suspended', turn: -1, reason: 'ask_user' });
-    await expect(attempt).rejects.toBeInstanceOf(InvalidEventError);
-    await expect(attempt).rejects.toThrow(/session "invalid".*field "turn"/);
-    expect(await log.latestSeq('invalid')).toBe(-1);
+    // Shapes the SDKs write that the Rust core's contract does not: stored as they are.
+    expect(await log.append('invalid', { kind: 'llm_completed', turn: 0, content: 'ok', tool_calls: [] })).toBe(0);
+    expect(await log.append('invalid', { kind: 'suspended', turn: -1, reason: 'ask\u0000user' })).toBe(1);
+    await expect(log.append('invalid', { turn: 3 })).rejects.toThrow(/session "invalid": field "kind": required field is missing/);
+    await expect(log.append('invalid', { kind: '' })).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(log.append('invalid', [1, 2] as never)).rejects.toThrow(/session "invalid": the event: expected an object, got an array/);
+    expect(await log.latestSeq('invalid')).toBe(1);
+  });
 
-    await log.append('invalid', pageIn(1));
-    await expect(log.append('invalid', { kind: 'suspended', turn: 2, reason: 'ask\u0000user' })).rejects.toThrow(/session "invalid".*field "reason"/);
-    await expect(log.append('invalid', { turn: 3 })).rejects.toThrow(/session "invalid".*field "kind"/);
-    expect(await log.read('invalid')).toEqual([{ seq: 0, event: pageIn(1) }]);
+  it('takes seqs in call order for appends started together, as the SDK classes do', async () => {
+    const log = sessionLog();
+    const seqs = await Promise.all(range(20).map((turn) => log.append('together', { kind: 'llm_completed', turn, content: String(turn), tool_calls: [] })));
+    expect(seqs).toEqual(range(20));
+    expect((await log.read('together')).map((entry) => entry.event.turn)).toEqual(range(20));
+    // A refused event fails its own call only; the others keep their order.
+    const mixed = await Promise.allSettled([log.append('together', pageIn(20)), log.append('together', { turn: 21 }), log.append('together', pageIn(22))]);
+    expect(mixed.map((result) => (result.status === 'fulfilled' ? result.value : 'refused'))).toEqual([20, 'refused', 21]);
+  });
+
+  it('filters by kernel primitive as the SDK maps kinds (v0.2.60 by default, 0.2.36 when asked)', async () => {
+    const log = sessionLog();
+    for (const kind of ['run_started', 'page_out', 'suspended', 'tool_gated', 'large_result_spooled', 'agent_process_changed', 'memory_written']) {
+      await log.append('primitives', { kind, turn: 0 });
+    }
+    const kinds = async (primitive: KernelPrimitive, fromSeq = 0, from = log) => (await from.read('primitives', fromSeq, primitive)).map((entry) => entry.event.kind);
+    expect(await kinds('mm')).toEqual(['page_out', 'memory_written']);
+    expect(await kinds('syscall')).toEqual(['tool_gated']);
+    expect(await kinds('sched')).toEqual(['run_started', 'suspended', 'large_result_spooled', 'agent_process_changed']);
+    expect(await kinds('sched', 2)).toEqual(['suspended', 'large_result_spooled', 'agent_process_changed']);
+    expect(await kinds('proc' as KernelPrimitive)).toEqual([]);
+    const old = new PostgresSessionLog(testDb.db, { primitives: KERNEL_PRIMITIVES_V0_2_36 });
+    expect(await kinds('mm', 0, old)).toEqual(['page_out', 'large_result_spooled', 'memory_written']);
   });
 
   it('refuses session ids that PostgreSQL text cannot hold, for reads too', async () => {
@@ -109,8 +152,8 @@ describe('appendMany', () => {
     const log = sessionLog();
     expect(await log.appendMany('batch', [pageIn(1), pageIn(2)])).toEqual([0, 1]);
     expect(await log.appendMany('batch', [])).toEqual([]);
-    const attempt = log.appendMany('batch', [pageIn(3), { kind: 'page_in', turn: 'four' }, pageIn(5)]);
-    await expect(attempt).rejects.toThrow(/session "batch", event #1: field "turn"/);
+    const attempt = log.appendMany('batch', [pageIn(3), { turn: 4 }, pageIn(5)]);
+    await expect(attempt).rejects.toThrow(/session "batch", event #1: field "kind"/);
     expect(await log.appendMany('batch', [pageIn(3)])).toEqual([2]);
     expect((await log.read('batch')).map((entry) => entry.event.turn)).toEqual([1, 2, 3]);
   });

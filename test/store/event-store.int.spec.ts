@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { JsonFloat, type JsonValue } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
 import { ConcurrencyError } from '../../src/store/concurrency-error.js';
-import { encodeEvent } from '../../src/store/encode-event.js';
+import { encodeEventText, encodeEventValue } from '../../src/store/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { InvalidEventError } from '../../src/store/invalid-event-error.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
@@ -65,12 +65,30 @@ describe('append', () => {
     expect(await countRows('expect-new')).toBe(0);
   });
 
-  it('rejects the whole batch when one event is invalid, naming session, event and field', async () => {
-    const batch = [pageIn(1), { kind: 'suspended', turn: -1, reason: 'ask_user' }, pageIn(3)];
+  it('rejects the whole batch when one event is not an object with a string kind, naming session, event and field', async () => {
+    const batch = [pageIn(1), { turn: 2 }, pageIn(3)];
     const attempt = store().append('invalid-1', batch);
     await expect(attempt).rejects.toBeInstanceOf(InvalidEventError);
-    await expect(attempt).rejects.toThrow(/session "invalid-1", event #1: .*turn/);
+    await expect(attempt).rejects.toThrow(/session "invalid-1", event #1: field "kind": required field is missing/);
     expect(await countRows('invalid-1')).toBe(0);
+    await expect(store().append('invalid-1', [['not', 'an', 'object']])).rejects.toThrow(/event #0: the event: expected an object, got an array/);
+    await expect(store().append('invalid-1', [{ kind: '' }])).rejects.toThrow(/field "kind": expected a non-empty string, got the string ""/);
+    await expect(store().append('invalid-1', [{ kind: 7 }])).rejects.toThrow(/field "kind": expected a non-empty string, got the number 7/);
+    expect(await countRows('invalid-1')).toBe(0);
+  });
+
+  it('stores what the runtime wrote whatever its other fields; strict mode refuses what the Rust core would', async () => {
+    const events: JsonValue[] = [
+      { kind: 'suspended', turn: -1, reason: 'ask_user' },
+      { kind: 'llm_completed', turn: 1, content: 'hi', tool_calls: [] },
+      { kind: 'Not Snake Case', anything: [1, 'x'] },
+    ];
+    expect(await store().append('lenient-1', events)).toEqual([0, 1, 2]);
+    expect((await readAll('lenient-1')).map((stored) => stored.event)).toEqual(events);
+    const strict = store().append('strict-1', [events[1]!], { strict: true });
+    await expect(strict).rejects.toThrow(/session "strict-1", event #0: field "message": required field is missing/);
+    await expect(store().append('strict-1', [events[2]!], { strict: true })).rejects.toThrow(/unknown kind "Not Snake Case"/);
+    expect(await countRows('strict-1')).toBe(0);
   });
 
   it('stores an undefined optional field as absent, and refuses a value JSON cannot hold, naming the session', async () => {
@@ -84,8 +102,9 @@ describe('append', () => {
     expect(await countRows('nan-1')).toBe(0);
   });
 
-  it('refuses U+0000 in a field the snapshot reads, and session ids that text cannot hold', async () => {
-    await expect(store().append('nul-1', [{ kind: 'suspended', turn: 1, reason: 'ask\u0000user' }])).rejects.toThrow(/reason/);
+  it('stores U+0000 anywhere, and refuses session ids that text cannot hold', async () => {
+    expect(await store().append('nul-1', [{ kind: 'suspended', turn: 1, reason: 'ask\u0000user' }])).toEqual([0]);
+    expect((await readAll('nul-1'))[0]!.event.reason).toBe('ask\u0000user');
     await expect(store().append('bad\u0000id', [pageIn(1)])).rejects.toThrow(/session id/);
     await expect(store().append('', [pageIn(1)])).rejects.toThrow(/session id/);
     // Read back, a lone surrogate would reach the server as U+FFFD: another session.
@@ -120,9 +139,9 @@ describe('append', () => {
       expect(events.slice(seqs[writer]![0], seqs[writer]![0]! + length).map((stored) => stored.event)).toEqual(batch(writer, length));
     });
 
-    const poisoned: JsonValue[] = batch(9, 1000);
-    poisoned[900] = { kind: 'suspended', turn: 1 };
-    await expect(store().append('large-2', poisoned)).rejects.toThrow(/session "large-2", event #900: .*reason/);
+    const refused: JsonValue[] = batch(9, 1000);
+    refused[900] = { turn: 1 };
+    await expect(store().append('large-2', refused)).rejects.toThrow(/session "large-2", event #900: field "kind"/);
     expect(await countRows('large-2')).toBe(0);
     expect(await store().lastSeq('large-2')).toBe(-1);
   });
@@ -140,8 +159,8 @@ describe('append', () => {
     expect(await store().append(large, events)).toEqual(Array.from({ length: 300 }, (_, i) => i));
     for (const event of events) await store().append('copy-small-1', [event]);
     const rows = (sessionId: string) =>
-      sql<{ seq: number; kind: string; turn: number; payload: string; payload_text: string | null; validated: boolean }>`
-        SELECT seq, kind, turn, payload::text AS payload, payload_text, validated FROM session_events
+      sql<{ seq: number; kind: string; turn: number; payload: string; payload_text: string | null }>`
+        SELECT seq, kind, turn, payload::text AS payload, payload_text FROM session_events
         WHERE session_id = ${sessionId} ORDER BY seq`.execute(testDb.db);
     const [copied, inserted] = [(await rows(large)).rows, (await rows('copy-small-1')).rows];
     expect(copied).toHaveLength(300);
@@ -158,14 +177,14 @@ describe('append', () => {
     // Three sessions interleaved, 300 rows: more than one statement's worth, so COPY.
     const rowsFor = (prefix: string) => {
       const rows = emptyRows();
-      for (let i = 0; i < 300; i++) pushRow(rows, `${prefix}-${i % 3}`, Math.floor(i / 3), encodeEvent(tricky(i), {}));
+      for (let i = 0; i < 300; i++) pushRow(rows, `${prefix}-${i % 3}`, Math.floor(i / 3), encodeEventValue(tricky(i), {}));
       return rows;
     };
     await store().transaction((transaction) => transaction.appendSequenced(rowsFor('seq-copy')));
     await testDb.db.transaction().execute((trx) => new EventStore(trx).appendSequenced(rowsFor('seq-insert')));
     const stored = (prefix: string) =>
-      sql<{ session: string; seq: number; kind: string; turn: number; payload: string; payload_text: string | null; validated: boolean }>`
-        SELECT right(session_id, 1) AS session, seq, kind, turn, payload::text AS payload, payload_text, validated FROM session_events
+      sql<{ session: string; seq: number; kind: string; turn: number; payload: string; payload_text: string | null }>`
+        SELECT right(session_id, 1) AS session, seq, kind, turn, payload::text AS payload, payload_text FROM session_events
         WHERE session_id LIKE ${`${prefix}-%`} ORDER BY session_id, seq`.execute(testDb.db);
     const [copied, inserted] = [(await stored('seq-copy')).rows, (await stored('seq-insert')).rows];
     expect(copied).toHaveLength(300);
@@ -208,8 +227,22 @@ describe('readSession', () => {
       FROM session_events WHERE session_id = 'exact-1' ORDER BY seq`.execute(testDb.db);
     expect(raw.rows[0]!.total).toBe('18446744073709551615');
     expect(raw.rows[0]!.exact).toBeNull();
-    expect(raw.rows[1]!.content).toBe('a\uFFFDb');
+    // Where SQL cannot read a string (U+0000), payload holds an object in its place; payload_text the exact event.
+    expect(JSON.parse(raw.rows[1]!.content)).toEqual({ os_audit_unstorable_string: 'a\uFFFDb' });
     expect(raw.rows[1]!.exact).toContain('a\\u0000b');
+  });
+
+  it('gives each event back as the JSON text it was written in: key order, number text, escapes (white space between tokens removed)', async () => {
+    const written = '{ "turn": 1e2, "kind": "x_custom", "b": -0.0, "a": 1.0, "2": "\\u00e9", "nested": {"z": 1, "a": [18446744073709551615, 0.10]} }';
+    const stored = encodeEventText(written, {});
+    await store().appendEncoded('as-written', [stored]);
+    const texts = [];
+    for await (const stored of store().readSessionText('as-written')) texts.push(stored);
+    const [text] = texts;
+    expect(text!.text).toBe('{"turn":1e2,"kind":"x_custom","b":-0.0,"a":1.0,"2":"\\u00e9","nested":{"z":1,"a":[18446744073709551615,0.10]}}');
+    // The turn column holds only a u32 written as an integer.
+    expect(text!.kind).toBe('x_custom');
+    expect((await testDb.db.selectFrom('session_events').select('turn').where('session_id', '=', 'as-written').executeTakeFirstOrThrow()).turn).toBeNull();
   });
 
   it('stores numbers beyond what jsonb holds, and gives them back exactly', async () => {

@@ -23,7 +23,7 @@ export interface Line {
 export interface LogRecord {
   at: number;
   level: string;
-  /** What happened: `started`, `listening`, `leader`, `standby`, `projected`, `halted`, `retry`, `stopped`, ... */
+  /** What happened: `started`, `listening`, `leader`, `standby`, `projected`, `sessions_stopped`, `retry`, `stopped`, ... */
   event?: string;
   owner?: string;
   msg: string;

@@ -84,10 +84,12 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
     WITH batch_settings AS MATERIALIZED (
       SELECT set_config('synchronous_commit', 'off', true) AS synchronous_commit
     ),
+    -- Owner and epoch, not the expiry: a lease that expired but nobody took is still this
+    -- writer's (taking it moves the epoch on), and renewing it locks its row until the commit.
     batch_renewed AS (
       UPDATE projection_leases
       SET expires_at = clock_timestamp() + ${ttlMs} * interval '1 millisecond'
-      WHERE projection = ${name} AND owner = ${owner} AND epoch = ${epoch} AND expires_at > clock_timestamp()
+      WHERE projection = ${name} AND owner = ${owner} AND epoch = ${epoch}
       RETURNING 1
     ),
     batch_checkpoint AS MATERIALIZED (
