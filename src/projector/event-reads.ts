@@ -71,7 +71,7 @@ export const field = {
 export type EventReads = Readonly<Record<string, Readonly<Record<string, FieldRead>>>>;
 
 /** Columns of the projector's batch rows, which a field of the same name would hide. */
-const RESERVED_NAMES = new Set(['session_id', 'seq', 'kind', 'recorded_at', 'payload', 'position', 'prev_seq', 'needs_log', 'problem']);
+const RESERVED_NAMES = new Set(['session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'position', 'prev_seq', 'needs_log', 'problem']);
 
 /**
  * Checks a table of reads: a field name that several kinds read must have one type in all of
@@ -167,24 +167,28 @@ function expected(name: string, type: FieldType, value: JsonValue): string {
 }
 
 /**
- * The SQL twin of {@link readEvent}: a subquery for `CROSS JOIN LATERAL`, over the event's
- * `kind` and `payload` (`json`), with a column `problem` (null when the event can be read, or
- * of a kind not read) and one typed column per field named in `reads`: `bigint` for a u32,
- * `numeric` for a u64, `text`, `text[]`; null for an event of another kind. The payload is
- * parsed once, and only for the kinds in `reads`.
+ * The SQL twin of {@link readEvent}: a subquery for `CROSS JOIN LATERAL` over a stored event
+ * `event` (a row alias with `kind`, `payload` and `payload_text`), with a column `problem` (null
+ * when the event can be read, or of a kind not read) and one typed column per field named in
+ * `reads`: `bigint` for a u32, `numeric` for a u64, `text`, `text[]`; null for an event of
+ * another kind. The payload is parsed once, and only for the kinds in `reads`. Where the payload
+ * is a readable stand-in (`payload_text` is set), an object in place of a string is a string
+ * SQL cannot hold.
  *
  * @example
  * ```ts
- * sql`SELECT e.seq, r.problem, r.turn FROM session_events e CROSS JOIN LATERAL ${readFieldsSql(reads, sql`e.kind`, sql`e.payload`)} AS r`
+ * sql`SELECT e.seq, r.problem, r.turn FROM session_events e CROSS JOIN LATERAL ${readFieldsSql(reads, sql`e`)} AS r`
  * ```
  */
-export function readFieldsSql(reads: EventReads, kind: RawBuilder<unknown>, payload: RawBuilder<unknown>): RawBuilder<unknown> {
+export function readFieldsSql(reads: EventReads, event: RawBuilder<unknown>): RawBuilder<unknown> {
+  const kind = sql`${event}.kind`;
+  const standIn = sql<boolean>`(${event}.payload_text IS NOT NULL)`;
   const kinds = Object.keys(reads);
   const names = fieldNames(reads);
   const types = new Map(kinds.flatMap((k) => Object.entries(reads[k]!).map(([name, read]) => [name, read.type] as const)));
   const raw = (name: string) => sql`r.${sql.id(name)}`;
   // Why each field present has not its type: the same check whichever kind reads it.
-  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name))} AS ${sql.id(`type_problem_${name}`)}`);
+  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name), standIn)} AS ${sql.id(`type_problem_${name}`)}`);
   const problems = kinds.map((k) => {
     const fields = Object.entries(reads[k]!).filter(([, read]) => !read.lenient);
     const checks = fields.map(([name, read]) =>
@@ -205,7 +209,7 @@ export function readFieldsSql(reads: EventReads, kind: RawBuilder<unknown>, payl
     SELECT CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}
     FROM (
       SELECT r.*, ${sql.join(typeProblems)}
-      FROM json_to_record(CASE WHEN ${kind} IN (${kindList}) THEN ${payload} END) AS r(${columns})
+      FROM json_to_record(CASE WHEN ${kind} IN (${kindList}) THEN ${event}.payload END) AS r(${columns})
     ) AS r
   )`;
 }
@@ -265,23 +269,23 @@ function missingValueSql(type: FieldType, value: FieldValue): RawBuilder<unknown
 }
 
 /** Why the raw field, when present, has not its type (null when it is missing or has it). */
-function typeProblemSql(name: string, type: FieldType, raw: RawBuilder<unknown>): RawBuilder<string | null> {
+function typeProblemSql(name: string, type: FieldType, raw: RawBuilder<unknown>, standIn: RawBuilder<boolean>): RawBuilder<string | null> {
   return sql`CASE WHEN ${raw} IS NULL OR ${hasTypeSql(type, raw)} THEN NULL::text
-    ELSE ${type === 'strings' ? listProblemSql(name, raw) : valueProblemSql(sql.lit(name), type, raw)} END`;
+    ELSE ${type === 'strings' ? listProblemSql(name, raw, standIn) : valueProblemSql(sql.lit(name), type, raw, standIn)} END`;
 }
 
 /** The problem of a raw value that does not have the type; `name` a text expression. */
-function valueProblemSql(name: RawBuilder<unknown>, type: FieldType, raw: RawBuilder<unknown>): RawBuilder<string> {
+function valueProblemSql(name: RawBuilder<unknown>, type: FieldType, raw: RawBuilder<unknown>, standIn: RawBuilder<boolean>): RawBuilder<string> {
   const got = sql`CASE WHEN length(${raw}::text) > ${sql.lit(SHOWN)} THEN left(${raw}::text, ${sql.lit(SHOWN)}) || '…' ELSE ${raw}::text END`;
   const wrongType = sql<string>`format('field "%s": expected %s, got %s', ${name}, ${sql.lit(EXPECTED[type])}, ${got})`;
   if (type !== 'string') return wrongType;
-  return sql`CASE WHEN ${raw}::text LIKE ${sql.lit(`{"${UNSTORABLE_STRING_KEY}":%`)} THEN format('field "%s": %s', ${name}, ${sql.lit(UNSTORABLE)})
+  return sql`CASE WHEN ${standIn} AND ${raw}::text LIKE ${sql.lit(`{"${UNSTORABLE_STRING_KEY}":%`)} THEN format('field "%s": %s', ${name}, ${sql.lit(UNSTORABLE)})
     ELSE ${wrongType} END`;
 }
 
-function listProblemSql(name: string, raw: RawBuilder<unknown>): RawBuilder<string> {
-  return sql`CASE WHEN json_typeof(${raw}) <> 'array' THEN ${valueProblemSql(sql.lit(name), 'strings', raw)}
-    ELSE (SELECT ${valueProblemSql(sql`${sql.lit(name)} || '[' || (x.ordinal - 1) || ']'`, 'string', sql`x.item`)}
+function listProblemSql(name: string, raw: RawBuilder<unknown>, standIn: RawBuilder<boolean>): RawBuilder<string> {
+  return sql`CASE WHEN json_typeof(${raw}) <> 'array' THEN ${valueProblemSql(sql.lit(name), 'strings', raw, standIn)}
+    ELSE (SELECT ${valueProblemSql(sql`${sql.lit(name)} || '[' || (x.ordinal - 1) || ']'`, 'string', sql`x.item`, standIn)}
           FROM json_array_elements(${raw}) WITH ORDINALITY AS x(item, ordinal)
           WHERE left(x.item::text, 1) <> '"' ORDER BY x.ordinal LIMIT 1) END`;
 }

@@ -53,7 +53,7 @@ export interface Projection {
 }
 
 /**
- * A relation of stored events (`session_id`, `seq`, `kind`, `recorded_at`, `payload`) as a
+ * A relation of stored events (`session_id`, `seq`, `kind`, `recorded_at`, `payload`, `payload_text`) as a
  * whole batch for `projection`: each event's fields read (an unreadable one left out, without
  * stopping its session), its sessions grouped from it. The set-based projection of everything (the benchmark's limit) folds the whole log so.
  *
@@ -67,7 +67,7 @@ export function eventBatchOf(projection: Projection, events: RawBuilder<unknown>
   const kinds = sql.join(Object.keys(projection.reads).map((kind) => sql.lit(kind)));
   return {
     events: sql`(SELECT e.session_id, e.seq, e.kind, e.recorded_at, r.* FROM ${events} AS e
-      CROSS JOIN LATERAL ${readFieldsSql(projection.reads, sql`e.kind`, sql`e.payload`)} AS r
+      CROSS JOIN LATERAL ${readFieldsSql(projection.reads, sql`e`)} AS r
       WHERE e.kind IN (${kinds}) AND r.problem IS NULL)`,
     sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${countersSql(projection)} FROM ${events} AS e GROUP BY session_id)`,
   };

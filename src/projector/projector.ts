@@ -137,6 +137,9 @@ export class Projector {
   async catchUp(signal?: AbortSignal): Promise<CatchUpReport> {
     const target = await currentTransactionLimit(this.db);
     const report: CatchUpReport = { eventsApplied: 0, skipped: 0, stopped: 0, batches: 0, checkpoint: undefined };
+    // Whether the horizon had passed `target` before the batch now starting: only an empty batch
+    // that began after it had can have seen everything committed before the call.
+    let horizonPassed = false;
     try {
       while (!signal?.aborted) {
         if (!(await this.lead())) {
@@ -159,7 +162,9 @@ export class Projector {
           report.stopped += result.stoppedCount;
           continue;
         }
-        if (await horizonHasPassed(this.db, target)) return report;
+        if (horizonPassed) return report;
+        horizonPassed = await horizonHasPassed(this.db, target);
+        if (horizonPassed) continue;
         this.emit({ type: 'waiting', reason: 'a transaction older than this run is still open (see os-audit status)' });
         await sleep(this.options.pollIntervalMs, signal);
       }

@@ -96,7 +96,7 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       SELECT transaction_id, position FROM projection_checkpoints WHERE projection = ${name}
     ),
     batch_window AS MATERIALIZED (
-      SELECT e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload
+      SELECT e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, e.payload_text
       FROM session_events AS e
       WHERE (e.transaction_id, e.position) > ((SELECT transaction_id FROM batch_checkpoint), (SELECT position FROM batch_checkpoint))
         AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
@@ -135,11 +135,11 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       ) AS t
     ),
     batch_rows AS MATERIALIZED (
-      SELECT w.position, w.session_id, w.seq, w.kind, w.recorded_at, w.payload, s.prev_seq, s.needs_log
+      SELECT w.position, w.session_id, w.seq, w.kind, w.recorded_at, w.payload, w.payload_text, s.prev_seq, s.needs_log
       FROM batch_window AS w JOIN batch_sessions AS s ON s.session_id = w.session_id
       WHERE s.blocked_seq IS NULL AND w.seq > s.prev_seq
       UNION ALL
-      SELECT e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, s.prev_seq, true
+      SELECT e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, e.payload_text, s.prev_seq, true
       FROM batch_sessions AS s
       JOIN session_events AS e ON e.session_id = s.session_id AND e.seq > s.prev_seq AND e.seq <= s.target_seq
       WHERE s.needs_log AND s.blocked_seq IS NULL
@@ -147,7 +147,7 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
     ),
     batch_read AS MATERIALIZED (
       SELECT b.*, r.* FROM batch_rows AS b
-      CROSS JOIN LATERAL ${readFieldsSql(projection.reads, sql`b.kind`, sql`b.payload`)} AS r
+      CROSS JOIN LATERAL ${readFieldsSql(projection.reads, sql`b`)} AS r
     ),
     -- Where each session stops: its first missing seq, or its first unreadable event.
     batch_stops AS MATERIALIZED (
