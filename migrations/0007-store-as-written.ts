@@ -14,8 +14,8 @@ import { type Kysely, sql } from 'kysely';
  *   checks the events it reads, every time.
  * - `os_processes` keeps the fields of the latest event of each agent that the snapshot does
  *   not read (`role`, …) only when they have their usual type; `parent_session_id` may be missing.
- * - `projection_blocked_sessions`: a session a projection stopped at an event it cannot read or
- *   at a hole in its log; every other session goes on.
+ * - `projection_blocked_sessions`: a session a projection stopped at an event it cannot read, at
+ *   a hole in its log, or where its fold failed in SQL; every other session goes on.
  * - The snapshot's field checks move out of the database into the projection's own SQL.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -43,7 +43,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       seq bigint NOT NULL,
       position bigint,
       kind text,
-      reason text NOT NULL CHECK (reason IN ('unreadable', 'hole')),
+      reason text NOT NULL CHECK (reason IN ('unreadable', 'hole', 'failed')),
       problem text NOT NULL,
       blocked_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (projection, session_id)

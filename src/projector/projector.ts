@@ -11,7 +11,7 @@ import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
-import { type BatchResult, runBatch } from './run-batch.js';
+import { type BatchResult, isDataError, runBatch, stopSessionFailingTheFold } from './run-batch.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
 /**
@@ -119,7 +119,16 @@ export class Projector {
                 await client.query('SET jit = off');
                 this.readyConnections.add(client);
               }
-              return runBatch(this.db, this.projection, held, this.options, client);
+              for (;;) {
+                try {
+                  return await runBatch(this.db, this.projection, held, this.options, client);
+                } catch (error) {
+                  // The projection's SQL failed on some event: stop that session, and go on with the others.
+                  if (!isDataError(error)) throw error;
+                  const stopped = await stopSessionFailingTheFold(client, this.db, this.projection, held, this.options, error);
+                  this.emit({ type: 'sessions_stopped', sessions: [stopped], count: 1 });
+                }
+              }
             });
       if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });

@@ -6,7 +6,7 @@ import type { Checkpoint } from './checkpoint.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
-import { batchParameters, type BatchOutcome, batchSql, type StoppedSession } from './sql/batch-sql.js';
+import { batchParameters, type BatchOutcome, batchSql, type StoppedSession, stopAtWindowEventSql } from './sql/batch-sql.js';
 
 export interface BatchOptions {
   /** Events read from the log per batch (the window); bounds time and memory. */
@@ -100,4 +100,53 @@ export async function runBatch(
 /** An `os_audit_require` that did not hold (SQLSTATE OA001). */
 function isRequirement(error: unknown): boolean {
   return (error as { code?: unknown }).code === 'OA001';
+}
+
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): a fault of the data, or of the fold on it. */
+export function isDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+/**
+ * After a batch failed on a data error (`error`): finds the first event of the window whose
+ * batch fails (trying shorter windows, each rolled back, halving the length) and stops its
+ * session at its first unfolded event with the error, so that the next batch passes it over
+ * and every other session goes on. A fault of the projection's SQL, not of the log: the
+ * in-memory fold does not stop there, and `verify` says so. Returns the stopped session.
+ */
+export async function stopSessionFailingTheFold(
+  client: pg.ClientBase,
+  db: Kysely<DB>,
+  projection: Projection,
+  held: HeldLease,
+  options: BatchOptions,
+  error: unknown,
+): Promise<StoppedSession> {
+  const compiled = compiledBatch(db, projection);
+  const fails = async (limit: number): Promise<unknown> => {
+    await client.query('BEGIN');
+    try {
+      const values = batchParameters({ owner: held.owner, epoch: held.epoch, leaseTtlMs: options.leaseTtlMs, limit, skipInvalid: options.skipInvalid });
+      await client.query({ name: compiled.name, text: compiled.text, values });
+      return undefined;
+    } catch (failure) {
+      if (!isDataError(failure)) throw failure;
+      return failure;
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  };
+  // The shortest failing window: `ok` events pass, `failing` do not.
+  let [ok, failing, failure] = [0, options.batchSize, error];
+  while (failing - ok > 1) {
+    const middle = Math.floor((ok + failing) / 2);
+    const found = await fails(middle);
+    if (found === undefined) ok = middle;
+    else [failing, failure] = [middle, found];
+  }
+  const message = `the projection's SQL failed on the events of this session: ${(failure as Error).message}`;
+  const { rows } = await client.query<StoppedSession>(stopAtWindowEventSql(projection).compile(db).sql, [failing, message]);
+  if (rows[0] === undefined) throw error;
+  return rows[0];
 }

@@ -32,13 +32,16 @@ export interface BatchOutcome {
   resumed_count: number;
 }
 
-/** A session a projection stopped: at an event it cannot read, or at a seq missing from the log. */
+/**
+ * A session a projection stopped: at an event it cannot read, at a seq missing from the log, or
+ * where the projection's SQL failed on its events (a data error: a fault of the projection).
+ */
 export interface StoppedSession {
   session_id: string;
   seq: number;
   position: number | null;
   kind: string | null;
-  reason: 'unreadable' | 'hole';
+  reason: 'unreadable' | 'hole' | 'failed';
   problem: string;
 }
 
@@ -92,17 +95,8 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       WHERE projection = ${name} AND owner = ${owner} AND epoch = ${epoch}
       RETURNING 1
     ),
-    batch_checkpoint AS MATERIALIZED (
-      SELECT transaction_id, position FROM projection_checkpoints WHERE projection = ${name}
-    ),
-    batch_window AS MATERIALIZED (
-      SELECT e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, e.payload_text
-      FROM session_events AS e
-      WHERE (e.transaction_id, e.position) > ((SELECT transaction_id FROM batch_checkpoint), (SELECT position FROM batch_checkpoint))
-        AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-      ORDER BY e.transaction_id, e.position
-      LIMIT ${limit}
-    ),
+    batch_checkpoint AS MATERIALIZED (${checkpointSql(projection)}),
+    batch_window AS MATERIALIZED (${windowSql(limit)}),
     batch_end AS MATERIALIZED (
       SELECT transaction_id, position FROM batch_window ORDER BY transaction_id DESC, position DESC LIMIT 1
     ),
@@ -233,4 +227,47 @@ function counterColumns(projection: Projection): RawBuilder<unknown> {
 /** The parameters of {@link batchSql}, in order. */
 export function batchParameters(parameters: BatchParameters): unknown[] {
   return [parameters.owner, parameters.epoch, parameters.leaseTtlMs, parameters.limit, parameters.skipInvalid];
+}
+
+/** The projection's checkpoint, as a relation of one row. */
+function checkpointSql(projection: Projection): RawBuilder<unknown> {
+  return sql`SELECT transaction_id, position FROM projection_checkpoints WHERE projection = ${sql.lit(projection.name)}`;
+}
+
+/**
+ * The events after the checkpoint (a relation `batch_checkpoint`), up to `limit`, in
+ * (transaction id, position) order, of transactions older than every transaction still in
+ * progress (see {@link batchSql}).
+ */
+function windowSql(limit: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    SELECT e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, e.payload_text
+    FROM session_events AS e
+    WHERE (e.transaction_id, e.position) > ((SELECT transaction_id FROM batch_checkpoint), (SELECT position FROM batch_checkpoint))
+      AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY e.transaction_id, e.position
+    LIMIT ${limit}`;
+}
+
+/**
+ * Stops the session of the `$1`-th event of the window at its first event the projection has
+ * not folded, with reason `failed` and the problem `$2`; returns where. (See
+ * `stopSessionFailingTheFold`.)
+ */
+export function stopAtWindowEventSql(projection: Projection): RawBuilder<StoppedSession> {
+  return sql`
+    WITH batch_checkpoint AS MATERIALIZED (${checkpointSql(projection)}),
+    culprit AS (SELECT session_id FROM (${windowSql(sql`$1::bigint`)}) AS w ORDER BY transaction_id DESC, position DESC LIMIT 1),
+    first_unfolded AS (
+      SELECT e.session_id, e.seq, e.position, e.kind
+      FROM culprit AS c
+      CROSS JOIN LATERAL (SELECT coalesce(max(last_seq), -1) AS last_seq FROM ${sql.table(projection.sessionHeads)} WHERE session_id = c.session_id) AS h
+      JOIN session_events AS e ON e.session_id = c.session_id AND e.seq = h.last_seq + 1
+    )
+    INSERT INTO projection_blocked_sessions AS b (projection, session_id, seq, position, kind, reason, problem)
+    SELECT ${sql.lit(projection.name)}, session_id, seq, position, kind, 'failed', $2::text FROM first_unfolded
+    ON CONFLICT (projection, session_id) DO UPDATE
+      SET seq = excluded.seq, position = excluded.position, kind = excluded.kind, reason = excluded.reason,
+          problem = excluded.problem, blocked_at = now()
+    RETURNING session_id, seq, position, kind, reason, problem`;
 }
