@@ -307,7 +307,7 @@ function parseEnvelope(text: string, origin: EventOrigin, fields: readonly strin
   try {
     ({ value, memberText: eventText } = parseJsonKeepingMember(text, 'event'));
   } catch (error) {
-    if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
+    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
     throw error;
   }
   const shape = () => `{${fields.map((field) => JSON.stringify(field)).join(', ')}}`;

@@ -63,17 +63,18 @@ async function* readBareEvents(
   sessionId: string,
 ): AsyncGenerator<{ text: string; value: JsonValue; origin: EventOrigin }> {
   let isArray: boolean | undefined;
-  let arrayText = '';
+  const array: ArrayText = { text: '', lineNumbers: [] };
   try {
     for await (const lines of readLines(input)) {
       for (const line of lines) {
         isArray ??= line.text.trimStart().startsWith('[');
         if (isArray) {
-          arrayText += `${line.text}\n`;
+          array.text += `${line.text}\n`;
+          array.lineNumbers.push(line.lineNumber);
           continue;
         }
         const origin = { file: name, line: line.lineNumber, sessionId };
-        yield { text: line.text, value: parseOrFail(() => parseJson(line.text), origin), origin };
+        yield { text: line.text, value: parseLine(line.text, origin), origin };
       }
     }
   } catch (error) {
@@ -82,17 +83,38 @@ async function* readBareEvents(
     }
     throw error;
   }
-  if (!isArray) return;
-  const parsed = parseOrFail(() => parseJsonArrayKeepingItems(arrayText), { file: name, sessionId });
-  if ('notAnArray' in parsed) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
-  for (const [index, item] of parsed.items.entries()) yield { ...item, origin: { file: name, sessionId, index } };
+  if (isArray) yield* eventsOfArray(array, name, sessionId);
 }
 
-function parseOrFail<T>(parse: () => T, origin: EventOrigin): T {
+/** A JSON array's text, and the input's number of each of its lines (blank lines are not in it). */
+interface ArrayText {
+  text: string;
+  lineNumbers: number[];
+}
+
+function* eventsOfArray(array: ArrayText, name: string, sessionId: string) {
+  const inputLine = (lineInText: number) => array.lineNumbers[Math.min(lineInText, array.lineNumbers.length) - 1];
+  let parsed;
   try {
-    return parse();
+    parsed = parseJsonArrayKeepingItems(array.text);
   } catch (error) {
-    if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
+    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse({ file: name, line: inputLine(error.line), sessionId }, error);
+    throw error;
+  }
+  if ('notAnArray' in parsed) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
+  let lineInText = 1;
+  let scanned = 0;
+  for (const [index, item] of parsed.items.entries()) {
+    for (; scanned < item.offset; scanned++) if (array.text.charCodeAt(scanned) === 0x0a) lineInText++;
+    yield { text: item.text, value: item.value, origin: { file: name, line: inputLine(lineInText), sessionId, index } };
+  }
+}
+
+function parseLine(text: string, origin: EventOrigin): JsonValue {
+  try {
+    return parseJson(text);
+  } catch (error) {
+    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
     throw error;
   }
 }
