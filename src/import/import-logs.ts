@@ -176,8 +176,7 @@ async function storeGroup(store: EventStore, group: readonly ReadFile[], finishe
       for (const file of group) {
         for (const { seq, event, origin } of file.events) await writer.add(file.sessionId, seq, event, origin);
       }
-      await writer.flush();
-      return writer.counts;
+      return writer.finish();
     });
     finished(group, counts);
   } catch (error) {
@@ -201,8 +200,7 @@ async function importLargeSessionFile(store: EventStore, file: SessionFile, opti
         file.bytes = line.bytesRead;
       }
     }
-    await writer.flush();
-    return writer.counts;
+    return writer.finish();
   });
 }
 
@@ -275,8 +273,7 @@ export async function importStream(
           options.onProgress?.({ ...writer.counts, bytesRead: lines[lines.length - 1]!.bytesRead, filesDone: 0, filesTotal: 1 });
         }
       }
-      await writer.flush();
-      return writer.counts;
+      return writer.finish();
     });
     report.newEvents = counts.newEvents;
     report.existingEvents = counts.existingEvents;

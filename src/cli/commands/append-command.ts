@@ -43,7 +43,7 @@ export function registerAppendCommand(program: Command, io: CliIo): void {
             const at = { ...origin, seq };
             await writer.add(sessionId, seq, encodeEventText(text, at, options, value), at);
           }
-          await writer.flush();
+          await writer.finish();
           return { first: head + 1, last: seq };
         }),
       ).catch(rethrowAsCliError);
