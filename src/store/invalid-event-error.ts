@@ -39,7 +39,7 @@ export class InvalidEventError extends Error {
 }
 
 export function describeOrigin(origin: EventOrigin): string {
-  const where = origin.file === undefined ? '' : `${origin.file}:${origin.line ?? '?'}: `;
+  const where = origin.file === undefined ? '' : `${origin.file}${origin.line === undefined ? '' : `:${origin.line}`}: `;
   const parts: string[] = [];
   if (origin.sessionId !== undefined) parts.push(`session ${JSON.stringify(origin.sessionId)}`);
   if (origin.seq !== undefined) parts.push(`seq ${origin.seq}`);

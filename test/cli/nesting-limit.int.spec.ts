@@ -39,13 +39,14 @@ describe(`one nesting limit on every path: ${MAX_JSON_DEPTH} levels in one event
     }
   });
 
-  it('imports what `events` prints of it again: as a directory and a stream', async () => {
+  it('imports what `events` prints of it again: as a directory, a single file and a stream', async () => {
     const printed = (await cli(['events', 'deep-jsonl'])).stdout;
     expect(printed).toBe(`{"seq":0,"event":${deepest}}\n`);
 
     const dir = tempDir();
     writeFileSync(path.join(dir, 'deep-jsonl.jsonl'), printed);
     expect(await cli(['import', dir])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^imported 0 new events; 1 were already stored/) });
+    expect(await cli(['import', path.join(dir, 'deep-jsonl.jsonl')])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^imported 0 new events; 1 were already stored/) });
 
     const stream = printed.replace('{"seq":0,', '{"session_id":"deep-stream","seq":0,');
     expect(await cli(['import', '-'], stream)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^imported 1 new events/) });
@@ -70,6 +71,11 @@ describe(`one nesting limit on every path: ${MAX_JSON_DEPTH} levels in one event
     const imported = await cli(['import', dir]);
     expect(imported.code).toBe(1);
     expect(imported.stderr).toMatch(/too-deep\.jsonl:1: session "too-deep": nesting deeper than 512 levels in one event at column \d+/);
+
+    const single = await cli(['import', path.join(dir, 'too-deep.jsonl')]);
+    expect(single.code).toBe(1);
+    // Its only line cannot tell a session's log from a stream: the error names the line alone.
+    expect(single.stderr).toMatch(/too-deep\.jsonl:1: nesting deeper than 512 levels in one event at column \d+/);
 
     const stream = await cli(['import', '-'], `{"session_id":"too-deep","seq":0,"event":${tooDeep}}\n`);
     expect(stream.code).toBe(1);

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -231,5 +231,103 @@ describe('lines of a session out of seq order', () => {
     const stream = [JSON.stringify({ session_id: 'holed-stream', seq: 1, event: sampleEvent(1) })];
     const streamed = await importLogs(store(), '-', {}, streamOf(stream));
     expect(streamed.failures[0]!.message).toBe('<stdin>:1: session "holed-stream", seq 1: a gap: seq 0 is missing; the input ends without it');
+  });
+});
+
+describe('importing one <session_id>.jsonl file', () => {
+  it('imports {"seq","event"} lines as the session the file is named after, and again stores nothing new', async () => {
+    const file = writeSessionFile(tempDir(), 'single', Array.from({ length: 5 }, (_, seq) => sessionLine(seq, sampleEvent(seq))));
+    expect(await importLogs(store(), file)).toMatchObject({ newEvents: 5, existingEvents: 0, sessions: 1, files: 1, failures: [] });
+    expect(await importLogs(store(), file, { chunkSize: 2 })).toMatchObject({ newEvents: 0, existingEvents: 5, sessions: 1, failures: [] });
+    expect(await storedSeqs('single')).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('stores its lines in seq order, and refuses it whole for a missing seq', async () => {
+    const dir = tempDir();
+    const shuffled = writeSessionFile(dir, 'single-shuffled', [3, 1, 0, 2].map((seq) => sessionLine(seq, sampleEvent(seq))));
+    expect(await importLogs(store(), shuffled, { chunkSize: 2 })).toMatchObject({ newEvents: 4, failures: [] });
+    expect(await storedEvents('single-shuffled')).toEqual([0, 1, 2, 3].map(sampleEvent));
+
+    const holed = writeSessionFile(dir, 'single-holed', [0, 2].map((seq) => sessionLine(seq, sampleEvent(seq))));
+    const report = await importLogs(store(), holed);
+    expect(report.failures).toEqual([{ source: holed, message: `${holed}:2: session "single-holed", seq 2: a gap: seq 1 is missing; the input ends without it` }]);
+    expect(await storedSeqs('single-holed')).toEqual([]);
+  });
+
+  it('reads a file whose first line has a session_id as a stream, whatever its name', async () => {
+    const file = path.join(tempDir(), 'mixed.jsonl');
+    writeFileSync(file, `\n${JSON.stringify({ session_id: 'from-stream', seq: 0, event: sampleEvent(0) })}\n`);
+    expect(await importLogs(store(), file)).toMatchObject({ newEvents: 1, sessions: 1, failures: [] });
+    expect(await storedSeqs('from-stream')).toEqual([0]);
+    expect(await storedSeqs('mixed')).toEqual([]);
+  });
+
+  it('refuses a session log that is not named <session_id>.jsonl, saying how to fix it', async () => {
+    const file = path.join(tempDir(), 'log.txt');
+    writeFileSync(file, `${sessionLine(0, sampleEvent(0))}\n`);
+    const report = await importLogs(store(), file);
+    expect(report.failures).toEqual([
+      { source: file, message: `${file}: its lines are one session's log ({"seq", "event"}): name it <session_id>.jsonl, or give each line a "session_id"` },
+    ]);
+  });
+
+  it('reports a first line that is not a JSON object at that line', async () => {
+    const file = writeSessionFile(tempDir(), 'broken-first', ['{"seq":0,', sessionLine(1, sampleEvent(1))]);
+    expect((await importLogs(store(), file)).failures[0]!.message).toMatch(/broken-first\.jsonl:1: invalid JSON/);
+  });
+
+  it('follows a symbolic link, naming the session after the link', async () => {
+    const dir = tempDir();
+    const target = writeSessionFile(dir, 'target-name', [sessionLine(0, sampleEvent(0))]);
+    const link = path.join(dir, 'link-name.jsonl');
+    symlinkSync(target, link);
+    expect(await importLogs(store(), link)).toMatchObject({ newEvents: 1, sessions: 1, failures: [] });
+    expect(await storedSeqs('link-name')).toEqual([0]);
+  });
+});
+
+describe('empty logs: a session with no events yet', () => {
+  it('stores nothing for an empty file or one of blank lines in a directory, reports them, and refuses nothing', async () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'empty-a.jsonl'), '');
+    writeFileSync(path.join(dir, 'empty-b.jsonl'), '\n  \r\n\t\n');
+    writeSessionFile(dir, 'not-empty', [sessionLine(0, sampleEvent(0))]);
+    expect(await importLogs(store(), dir)).toMatchObject({ newEvents: 1, sessions: 1, files: 3, emptyLogs: ['empty-a', 'empty-b'], failures: [] });
+    expect(await storedSeqs('empty-a')).toEqual([]);
+    expect(await storedSeqs('empty-b')).toEqual([]);
+  });
+
+  it('stores nothing for a single empty file: a session named after it, or an empty stream', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'empty-single.jsonl');
+    writeFileSync(log, '\n\n');
+    expect(await importLogs(store(), log)).toMatchObject({ newEvents: 0, sessions: 0, files: 1, emptyLogs: ['empty-single'], failures: [] });
+    const stream = path.join(dir, 'stream.txt');
+    writeFileSync(stream, '');
+    expect(await importLogs(store(), stream)).toMatchObject({ newEvents: 0, sessions: 0, files: 1, emptyLogs: [], failures: [] });
+  });
+});
+
+describe('symbolic links in a directory', () => {
+  it('follows a symlinked <session>.jsonl, naming the session after the link', async () => {
+    const dir = tempDir();
+    const elsewhere = tempDir();
+    symlinkSync(writeSessionFile(elsewhere, 'real-file', [sessionLine(0, sampleEvent(0)), sessionLine(1, sampleEvent(1))]), path.join(dir, 'linked.jsonl'));
+    expect(await importLogs(store(), dir)).toMatchObject({ newEvents: 2, sessions: 1, files: 1, failures: [] });
+    expect(await storedSeqs('linked')).toEqual([0, 1]);
+  });
+
+  it('refuses a link to a directory and a broken link, each by name, and imports the other files', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'folder'));
+    symlinkSync(path.join(dir, 'folder'), path.join(dir, 'to-folder.jsonl'));
+    symlinkSync(path.join(dir, 'missing.jsonl'), path.join(dir, 'broken.jsonl'));
+    writeSessionFile(dir, 'fine', [sessionLine(0, sampleEvent(0))]);
+    const report = await importLogs(store(), dir);
+    expect(report).toMatchObject({ newEvents: 1, sessions: 1, files: 3, ignoredEntries: ['folder'] });
+    expect(report.failures).toEqual([
+      { source: path.join(dir, 'broken.jsonl'), message: `${path.join(dir, 'broken.jsonl')}: a broken symbolic link: its target does not exist` },
+      { source: path.join(dir, 'to-folder.jsonl'), message: `${path.join(dir, 'to-folder.jsonl')}: a symbolic link to a directory, not to a session's log file` },
+    ]);
   });
 });

@@ -60,11 +60,22 @@ export function registerImportCommand(program: Command, io: CliIo): void {
         `imported ${report.newEvents} new events; ${report.existingEvents} were already stored ` +
           `(${report.sessions} sessions from ${report.files} ${report.files === 1 ? 'file' : 'files'})\n`,
       );
+      if (report.emptyLogs.length > 0) await write(io.stdout, `${describeEmptyLogs(report.emptyLogs)}\n`);
       if (report.failures.length > 0) {
         throw new CliError(`${report.failures.length} of ${report.files} inputs rejected; nothing of them was stored`);
       }
     });
 }
+
+/** `2 empty logs (no events yet): s1, s2`, naming the first few. */
+function describeEmptyLogs(sessionIds: readonly string[]): string {
+  const shown = sessionIds.slice(0, NAMES_SHOWN).join(', ');
+  const more = sessionIds.length > NAMES_SHOWN ? ` and ${sessionIds.length - NAMES_SHOWN} more` : '';
+  return `${sessionIds.length} empty ${sessionIds.length === 1 ? 'log' : 'logs'} (no events yet): ${shown}${more}`;
+}
+
+/** Names listed in a summary line; a folder of thousands of empty logs must not flood the terminal. */
+const NAMES_SHOWN = 10;
 
 /** A bar over files for a directory, over bytes for a file; counts alone for standard input. */
 function showProgress(progress: ProgressLine, p: ImportProgress, bytesTotal: number | undefined): void {

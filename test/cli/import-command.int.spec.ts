@@ -1,0 +1,42 @@
+import { symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
+import { runCliInProcess } from '../support/run-cli-in-process.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase();
+const tempDir = useTempDir();
+const cli = (args: string[], stdin?: string) => runCliInProcess(args, { env: { DATABASE_URL: testDb.url }, stdin });
+
+describe('os-audit import', () => {
+  it('says which logs had no events yet, and exits 0: in a directory and as a single file', async () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'quiet.jsonl'), '\n\n');
+    writeSessionFile(dir, 'busy', [sessionLine(0, sampleEvent(0))]);
+    expect(await cli(['import', dir])).toEqual({
+      code: 0,
+      stdout: 'imported 1 new events; 0 were already stored (1 sessions from 2 files)\n1 empty log (no events yet): quiet\n',
+      stderr: '',
+    });
+    expect(await cli(['import', path.join(dir, 'quiet.jsonl')])).toEqual({
+      code: 0,
+      stdout: 'imported 0 new events; 0 were already stored (0 sessions from 1 file)\n1 empty log (no events yet): quiet\n',
+      stderr: '',
+    });
+  });
+
+  it('names the first ten empty logs and counts the rest', async () => {
+    const dir = tempDir();
+    for (let i = 0; i < 12; i++) writeFileSync(path.join(dir, `e${String(i).padStart(2, '0')}.jsonl`), '');
+    expect((await cli(['import', dir])).stdout).toContain('12 empty logs (no events yet): e00, e01, e02, e03, e04, e05, e06, e07, e08, e09 and 2 more\n');
+  });
+
+  it('imports a session file given as a symbolic link, as the session the link is named after', async () => {
+    const dir = tempDir();
+    const link = path.join(dir, 'cli-link.jsonl');
+    symlinkSync(writeSessionFile(tempDir(), 'cli-target', [sessionLine(0, sampleEvent(0))]), link);
+    expect(await cli(['import', link])).toMatchObject({ code: 0, stdout: 'imported 1 new events; 0 were already stored (1 sessions from 1 file)\n' });
+    expect((await cli(['events', 'cli-link'])).stdout).toBe(`${sessionLine(0, sampleEvent(0))}\n`);
+  });
+});
