@@ -7,6 +7,8 @@ import { ConcurrencyError } from '../store/concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventText } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
+import { KERNEL_JOURNAL_DIR } from './file-kernel-journal.js';
+import { importKernelJournal, type JournalCounts } from './import-kernel-journal.js';
 import { DEFAULT_CHUNK_SIZE, LogWriter, type WriteCounts } from './log-writer.js';
 import { InvalidUtf8Error, readLines } from './read-lines.js';
 
@@ -38,8 +40,10 @@ export interface ImportReport extends WriteCounts {
   /** Sessions whose log file holds no event yet (it is empty, or blank lines only): nothing is stored for them. */
   emptyLogs: string[];
   failures: ImportFailure[];
-  /** Entries of an imported directory that are not `*.jsonl` files. */
+  /** Entries of an imported directory that are neither `*.jsonl` files nor its kernel journal's. */
   ignoredEntries: string[];
+  /** What the directory's `kernel-journal/` folder held, when it has one. */
+  journal?: JournalCounts;
 }
 
 /**
@@ -138,7 +142,27 @@ function sessionIdOfFile(file: string): string | undefined {
 const SESSION_FILE_SUFFIX = '.jsonl';
 
 /**
- * Imports a directory of `<session_id>.jsonl` files. Each file is its own atomic unit: small
+ * Imports a log folder: its `<session_id>.jsonl` files and, when it has a `kernel-journal/`
+ * folder (a v0.2.60 SDK's), its kernel journal (see `importKernelJournal`), each operation of
+ * which is an atomic unit too.
+ */
+export async function importDirectory(store: EventStore, directory: string, options: ImportOptions = {}): Promise<ImportReport> {
+  const report = await importSessionFiles(store, directory, options);
+  const journalDir = path.join(directory, KERNEL_JOURNAL_DIR);
+  if (report.ignoredEntries.includes(KERNEL_JOURNAL_DIR) && (await fs.stat(journalDir).catch(() => undefined))?.isDirectory()) {
+    const { failures, ignoredEntries, ...counts } = await importKernelJournal(store.db, journalDir);
+    report.journal = counts;
+    report.failures.push(...failures);
+    report.ignoredEntries = [
+      ...report.ignoredEntries.filter((name) => name !== KERNEL_JOURNAL_DIR),
+      ...ignoredEntries.map((name) => path.join(KERNEL_JOURNAL_DIR, name)),
+    ];
+  }
+  return report;
+}
+
+/**
+ * Imports the `<session_id>.jsonl` files of a directory. Each file is its own atomic unit: small
  * files are read and checked first, then stored a group at a time (one transaction per group
  * of about `chunkSize` events; a group the database refuses is stored again file by file, so a
  * bad file never takes its neighbours down); a file larger than that is streamed in its own
@@ -146,7 +170,7 @@ const SESSION_FILE_SUFFIX = '.jsonl';
  * A file without events is reported in `emptyLogs`; a symbolic link is followed, and one that
  * leads to no file is refused.
  */
-export async function importDirectory(store: EventStore, directory: string, options: ImportOptions = {}): Promise<ImportReport> {
+async function importSessionFiles(store: EventStore, directory: string, options: ImportOptions): Promise<ImportReport> {
   const { files, ignoredEntries } = await sessionFilesOf(directory);
   const report = emptyReport();
   report.ignoredEntries = ignoredEntries;

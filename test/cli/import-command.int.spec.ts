@@ -1,6 +1,7 @@
 import { symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { copySdkLog, recordName, writeJournalFile } from '../support/journal-folder.js';
 import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { useTestDatabase } from '../support/test-database.js';
@@ -38,5 +39,33 @@ describe('os-audit import', () => {
     symlinkSync(writeSessionFile(tempDir(), 'cli-target', [sessionLine(0, sampleEvent(0))]), link);
     expect(await cli(['import', link])).toMatchObject({ code: 0, stdout: 'imported 1 new events; 0 were already stored (1 sessions from 1 file)\n' });
     expect((await cli(['events', 'cli-link'])).stdout).toBe(`${sessionLine(0, sampleEvent(0))}\n`);
+  });
+
+  it("imports a v0.2.60 log folder's kernel journal, and says what was new and what was already stored", async () => {
+    const dir = copySdkLog(tempDir());
+    expect(await cli(['import', dir])).toEqual({
+      code: 0,
+      stdout:
+        'imported 5 new events; 0 were already stored (2 sessions from 2 files)\n' +
+        'kernel journal: 2 operations; 5 new records (0 already stored), 2 new checkpoints (0 already stored), ' +
+        '1 new acknowledgement, 1 new pruned anchor, 1 new outbound envelope\n',
+      stderr: '',
+    });
+    expect((await cli(['import', dir])).stdout).toBe(
+      'imported 0 new events; 5 were already stored (2 sessions from 2 files)\n' +
+        'kernel journal: 2 operations; 0 new records (5 already stored), 0 new checkpoints (2 already stored)\n',
+    );
+  });
+
+  it('exits 1 for a journal operation whose chain does not link, naming its file, and imports the rest', async () => {
+    const dir = copySdkLog(tempDir());
+    const file = writeJournalFile(dir, 'op-broken', recordName(0), { step_seq: 0, record_digest: 'b-0', previous_record_digest: 'b-x', record_bytes: '' });
+    const run = await cli(['import', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      `os-audit: ${file}: operation "op-broken": the genesis record (step_seq 0) has a previous_record_digest\n` +
+        'os-audit: 1 of 5 inputs rejected; nothing of them was stored\n',
+    );
+    expect(run.stdout).toMatch(/kernel journal: 3 operations; 0 new records \(5 already stored\)/);
   });
 });

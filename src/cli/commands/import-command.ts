@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { type ImportProgress, type ImportReport, importLogs } from '../../import/import-logs.js';
+import type { JournalCounts } from '../../import/import-kernel-journal.js';
 import { DEFAULT_CHUNK_SIZE } from '../../import/log-writer.js';
 import { EventStore } from '../../store/event-store.js';
 import { integerOption } from '../parse-integer-option.js';
@@ -61,8 +62,10 @@ export function registerImportCommand(program: Command, io: CliIo): void {
           `(${report.sessions} sessions from ${report.files} ${report.files === 1 ? 'file' : 'files'})\n`,
       );
       if (report.emptyLogs.length > 0) await write(io.stdout, `${describeEmptyLogs(report.emptyLogs)}\n`);
+      if (report.journal !== undefined) await write(io.stdout, `${describeJournal(report.journal)}\n`);
       if (report.failures.length > 0) {
-        throw new CliError(`${report.failures.length} of ${report.files} inputs rejected; nothing of them was stored`);
+        const inputs = report.files + (report.journal?.operations ?? 0);
+        throw new CliError(`${report.failures.length} of ${inputs} inputs rejected; nothing of them was stored`);
       }
     });
 }
@@ -71,7 +74,23 @@ export function registerImportCommand(program: Command, io: CliIo): void {
 function describeEmptyLogs(sessionIds: readonly string[]): string {
   const shown = sessionIds.slice(0, NAMES_SHOWN).join(', ');
   const more = sessionIds.length > NAMES_SHOWN ? ` and ${sessionIds.length - NAMES_SHOWN} more` : '';
-  return `${sessionIds.length} empty ${sessionIds.length === 1 ? 'log' : 'logs'} (no events yet): ${shown}${more}`;
+  return `${count(sessionIds.length, 'empty log')} (no events yet): ${shown}${more}`;
+}
+
+/** `kernel journal: 2 operations; 5 new records (0 already stored), …`, the rarer counts only when there are some. */
+function describeJournal(journal: JournalCounts): string {
+  const parts = [
+    `${count(journal.newRecords, 'new record')} (${journal.existingRecords} already stored)`,
+    `${count(journal.newCheckpoints, 'new checkpoint')} (${journal.existingCheckpoints} already stored)`,
+  ];
+  if (journal.newAcknowledgements > 0) parts.push(count(journal.newAcknowledgements, 'new acknowledgement'));
+  if (journal.newAnchors > 0) parts.push(count(journal.newAnchors, 'new pruned anchor'));
+  if (journal.newOutboundEnvelopes > 0) parts.push(count(journal.newOutboundEnvelopes, 'new outbound envelope'));
+  return `kernel journal: ${count(journal.operations, 'operation')}; ${parts.join(', ')}`;
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 /** Names listed in a summary line; a folder of thousands of empty logs must not flood the terminal. */
