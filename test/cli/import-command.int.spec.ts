@@ -68,4 +68,14 @@ describe('os-audit import', () => {
     );
     expect(run.stdout).toMatch(/kernel journal: 3 operations; 0 new records \(5 already stored\)/);
   });
+
+  it('explains the formats, the order of lines, empty logs and the nesting limit in --help', async () => {
+    const help = (await cli(['import', '--help'])).stdout;
+    expect(help).toMatch(/kernel-journal\/ folder \(deepstrike SDK v0\.2\.60\)/);
+    expect(help).toMatch(/a file whose first line has a "session_id"\s+is a stream/);
+    expect(help).toMatch(/any seq order/);
+    expect(help).toMatch(/session with no events yet/);
+    expect(help).toMatch(/may nest 512 levels/);
+    expect((await cli(['append', '--help'])).stdout).toMatch(/number text\s+\(1e2, -0\.0, 18446744073709551615\)[\s\S]*may nest 512 levels/);
+  });
 });

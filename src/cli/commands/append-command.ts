@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { LogWriter } from '../../import/log-writer.js';
 import { InvalidUtf8Error, readLines } from '../../import/read-lines.js';
 import type { JsonValue } from '../../json/json-value.js';
-import { JsonParseError, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
+import { JsonParseError, MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
 import { ConcurrencyError } from '../../store/concurrency-error.js';
 import { checkSessionId, encodeEventText } from '../../store/encode-event.js';
 import { EventStore } from '../../store/event-store.js';
@@ -25,6 +25,15 @@ export function registerAppendCommand(program: Command, io: CliIo): void {
     .argument('[file]', 'a JSON array or JSONL of bare events; - or nothing for standard input')
     .option('--expected-seq <seq>', 'refuse unless the log ends at this seq (-1: the session is new)', integerOption(-1))
     .option('--strict', 'refuse event kinds the contract does not name')
+    .addHelpText(
+      'after',
+      `
+Each event is a JSON object with a non-empty string "kind", one per line (JSONL) or all in one
+JSON array. It is stored as written, white space between tokens removed: key order, number text
+(1e2, -0.0, 18446744073709551615) and escapes stay as they are. An event may nest ${MAX_JSON_DEPTH} levels
+(the event object is level 1). All or nothing: a refused event is named by file and line, and
+none of the input is appended.`,
+    )
     .action(async (sessionId: string, file: string | undefined, options: AppendCommandOptions, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const name = file === undefined || file === '-' ? '<stdin>' : file;
