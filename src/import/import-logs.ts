@@ -314,8 +314,8 @@ async function storeGroup(store: EventStore, group: readonly ReadFile[], finishe
 }
 
 /**
- * A session's file streamed into its own transaction, a chunk at a time (for a file too large
- * to hold); `onChunk` is told after each chunk of lines.
+ * A session's file streamed into its own transaction, a chunk at a time (a file of a directory
+ * too large to hold, or one given alone); `onChunk` is told after each chunk of lines.
  */
 async function importSessionFile(
   store: EventStore,
