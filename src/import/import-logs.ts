@@ -1,4 +1,4 @@
-import { createReadStream, promises as fs } from 'node:fs';
+import { createReadStream, type Dirent, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { isJsonObject, JsonFloat, type JsonObject } from '../json/json-value.js';
@@ -7,6 +7,8 @@ import { ConcurrencyError } from '../store/concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventText } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
+import { KERNEL_JOURNAL_DIR } from './file-kernel-journal.js';
+import { importKernelJournal, type JournalCounts } from './import-kernel-journal.js';
 import { DEFAULT_CHUNK_SIZE, LogWriter, type WriteCounts } from './log-writer.js';
 import { InvalidUtf8Error, readLines } from './read-lines.js';
 
@@ -32,22 +34,27 @@ export interface ImportFailure {
 }
 
 export interface ImportReport extends WriteCounts {
-  /** Sessions that were read from the input, whether new or already stored. */
+  /** Sessions with events that were read from the input, whether new or already stored. */
   sessions: number;
   files: number;
+  /** Sessions whose log file holds no event yet (it is empty, or blank lines only): nothing is stored for them. */
+  emptyLogs: string[];
   failures: ImportFailure[];
-  /** Entries of an imported directory that are not `*.jsonl` files. */
+  /** Entries of an imported directory that are neither `*.jsonl` files nor its kernel journal's. */
   ignoredEntries: string[];
+  /** What the directory's `kernel-journal/` folder held, when it has one. */
+  journal?: JournalCounts;
 }
 
 /**
  * Imports the runtime's logs from `source`: a directory of `<session_id>.jsonl` files (each line
- * `{"seq": N, "event": {…}}`), or one JSONL stream (a file, or `-` for standard input) whose
- * lines are `{"session_id": "…", "seq": N, "event": {…}}`.
+ * `{"seq": N, "event": {…}}`), one such file, or one JSONL stream (a file, or `-` for standard
+ * input) whose lines are `{"session_id": "…", "seq": N, "event": {…}}`. Symbolic links are
+ * followed.
  *
- * Atomic units: a file of a directory is stored whole or not at all (a bad file is reported
- * and the others go on); a stream is stored whole or not at all. Importing the same data again
- * stores nothing new.
+ * Atomic units: a session's file is stored whole or not at all (a bad file of a directory is
+ * reported and the others go on); a stream is stored whole or not at all. Importing the same
+ * data again stores nothing new.
  *
  * @example
  * ```ts
@@ -64,21 +71,109 @@ export async function importLogs(
   if (source === '-') return importStream(store, stdin, '<stdin>', options);
   const stat = await fs.stat(source);
   if (stat.isDirectory()) return importDirectory(store, source, options);
-  return importStream(store, createReadStream(source), source, options);
+  return importFile(store, source, options);
 }
 
 /**
- * Imports a directory of `<session_id>.jsonl` files. Each file is its own atomic unit: small
+ * Imports one file: a session's log named `<session_id>.jsonl` (`{"seq", "event"}` lines), or a
+ * stream (`{"session_id", "seq", "event"}` lines), told apart by its first non-blank line: a
+ * `session_id` there makes it a stream. A file of blank lines only (or none) is a session with
+ * no events yet when it is named `<session_id>.jsonl`: nothing is stored.
+ */
+export async function importFile(store: EventStore, file: string, options: ImportOptions = {}): Promise<ImportReport> {
+  const format = await formatOf(file);
+  const sessionId = sessionIdOfFile(file);
+  if (format === 'stream' || (format === 'empty' && sessionId === undefined)) return importStream(store, createReadStream(file), file, options);
+  const report: ImportReport = { ...emptyReport(), files: 1 };
+  try {
+    if (sessionId === undefined) {
+      throw new InvalidEventError({ file }, 'its lines are one session\'s log ({"seq", "event"}): name it <session_id>.jsonl, or give each line a "session_id"');
+    }
+    checkSessionId(sessionId, { file });
+    if (format === 'empty') {
+      report.emptyLogs.push(sessionId);
+    } else {
+      const onChunk = (counts: WriteCounts, bytesRead: number) => options.onProgress?.({ ...counts, bytesRead, filesDone: 0, filesTotal: 1 });
+      const counts = await importSessionFile(store, { index: 0, path: file, sessionId, bytes: 0 }, options, onChunk);
+      report.newEvents = counts.newEvents;
+      report.existingEvents = counts.existingEvents;
+      report.sessions = 1;
+    }
+  } catch (error) {
+    if (!isInputError(error)) throw error;
+    report.failures.push({ source: file, message: error.message });
+  }
+  return report;
+}
+
+/**
+ * How a file's first non-blank line says to read it. A line that is not a JSON object cannot
+ * tell; it is read as a stream's, whose import reports what is wrong with it.
+ */
+async function formatOf(file: string): Promise<'session' | 'stream' | 'empty'> {
+  let first: string | undefined;
+  try {
+    for await (const lines of readLines(createReadStream(file))) {
+      first = lines[0]!.text;
+      break;
+    }
+  } catch (error) {
+    if (error instanceof InvalidUtf8Error) return 'stream';
+    throw error;
+  }
+  if (first === undefined) return 'empty';
+  let value;
+  try {
+    // As an envelope: its event may nest as deep as one given alone.
+    value = parseJsonKeepingMember(first, 'event').value;
+  } catch (error) {
+    if (error instanceof JsonParseError) return 'stream';
+    throw error;
+  }
+  return isJsonObject(value) && !('session_id' in value) ? 'session' : 'stream';
+}
+
+/** The session a `<session_id>.jsonl` file holds, by its name (a symbolic link's own name, not its target's). */
+function sessionIdOfFile(file: string): string | undefined {
+  const name = path.basename(file);
+  return name.endsWith(SESSION_FILE_SUFFIX) ? name.slice(0, -SESSION_FILE_SUFFIX.length) : undefined;
+}
+
+const SESSION_FILE_SUFFIX = '.jsonl';
+
+/**
+ * Imports a log folder: its `<session_id>.jsonl` files and, when it has a `kernel-journal/`
+ * folder (a v0.2.60 SDK's), its kernel journal (see `importKernelJournal`), each operation of
+ * which is an atomic unit too.
+ */
+export async function importDirectory(store: EventStore, directory: string, options: ImportOptions = {}): Promise<ImportReport> {
+  const report = await importSessionFiles(store, directory, options);
+  const journalDir = path.join(directory, KERNEL_JOURNAL_DIR);
+  if (report.ignoredEntries.includes(KERNEL_JOURNAL_DIR) && (await fs.stat(journalDir).catch(() => undefined))?.isDirectory()) {
+    const { failures, ignoredEntries, ...counts } = await importKernelJournal(store.db, journalDir);
+    report.journal = counts;
+    report.failures.push(...failures);
+    report.ignoredEntries = [
+      ...report.ignoredEntries.filter((name) => name !== KERNEL_JOURNAL_DIR),
+      ...ignoredEntries.map((name) => path.join(KERNEL_JOURNAL_DIR, name)),
+    ];
+  }
+  return report;
+}
+
+/**
+ * Imports the `<session_id>.jsonl` files of a directory. Each file is its own atomic unit: small
  * files are read and checked first, then stored a group at a time (one transaction per group
  * of about `chunkSize` events; a group the database refuses is stored again file by file, so a
  * bad file never takes its neighbours down); a file larger than that is streamed in its own
  * transaction. Up to `concurrency` groups are stored at once, while the next ones are read.
+ * A file without events is reported in `emptyLogs`; a symbolic link is followed, and one that
+ * leads to no file is refused.
  */
-export async function importDirectory(store: EventStore, directory: string, options: ImportOptions = {}): Promise<ImportReport> {
-  const entries = (await fs.readdir(directory, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
-  const files = entries.filter((entry) => entry.isFile() && entry.name.endsWith('.jsonl'));
+async function importSessionFiles(store: EventStore, directory: string, options: ImportOptions): Promise<ImportReport> {
+  const { files, ignoredEntries } = await sessionFilesOf(directory);
   const report = emptyReport();
-  report.ignoredEntries = entries.filter((entry) => !files.includes(entry)).map((entry) => entry.name);
+  report.ignoredEntries = ignoredEntries;
   report.files = files.length;
   const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const failures: (ImportFailure | undefined)[] = [];
@@ -88,6 +183,8 @@ export async function importDirectory(store: EventStore, directory: string, opti
   const finished: Finished = (done, outcome) => {
     if (outcome instanceof Error) {
       failures[done[0]!.index] = { source: done[0]!.path, message: outcome.message };
+    } else if (outcome === 'empty') {
+      report.emptyLogs.push(done[0]!.sessionId);
     } else {
       report.sessions += done.length;
       report.newEvents += outcome.newEvents;
@@ -101,16 +198,20 @@ export async function importDirectory(store: EventStore, directory: string, opti
   let group: ReadFile[] = [];
   let groupEvents = 0;
 
-  for (const [index, entry] of files.entries()) {
-    const file: SessionFile = { index, path: path.join(directory, entry.name), sessionId: entry.name.slice(0, -'.jsonl'.length), bytes: 0 };
-    const read = await readSessionFile(file, options, chunkSize).catch((error: unknown) => {
-      if (!isInputError(error)) throw error;
-      return error;
-    });
+  for (const file of files) {
+    const read =
+      file.refusal !== undefined
+        ? new InvalidEventError({ file: file.path }, file.refusal)
+        : await readSessionFile(file, options, chunkSize).catch((error: unknown) => {
+            if (!isInputError(error)) throw error;
+            return error;
+          });
     if (read instanceof Error) {
       finished([file], read);
     } else if (read === 'too large') {
-      await storing.add(() => importLargeSessionFile(store, file, options).then((counts) => finished([file], counts), failedInput(file, finished)));
+      await storing.add(() => importSessionFile(store, file, options).then((counts) => finished([file], counts), failedInput(file, finished)));
+    } else if (read.events.length === 0) {
+      finished([file], 'empty');
     } else {
       group.push(read);
       groupEvents += read.events.length;
@@ -128,41 +229,67 @@ export async function importDirectory(store: EventStore, directory: string, opti
   return report;
 }
 
+/** The `*.jsonl` entries of a directory, by name, and the names of the other entries. */
+async function sessionFilesOf(directory: string): Promise<{ files: SessionFile[]; ignoredEntries: string[] }> {
+  const entries = (await fs.readdir(directory, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
+  const files: SessionFile[] = [];
+  const ignoredEntries: string[] = [];
+  for (const entry of entries) {
+    const sessionId = sessionIdOfFile(entry.name);
+    if (sessionId === undefined || !(entry.isFile() || entry.isSymbolicLink())) {
+      ignoredEntries.push(entry.name);
+      continue;
+    }
+    const filePath = path.join(directory, entry.name);
+    files.push({ index: files.length, path: filePath, sessionId, bytes: 0, refusal: await whyNotAFile(filePath, entry) });
+  }
+  return { files, ignoredEntries };
+}
+
+/** Why an entry is no file to read (a symbolic link is followed), or undefined when it is one. */
+async function whyNotAFile(entryPath: string, entry: Dirent): Promise<string | undefined> {
+  if (entry.isFile()) return undefined;
+  const target = await fs.stat(entryPath).catch((error: NodeJS.ErrnoException) => error);
+  if (target instanceof Error) {
+    return target.code === 'ENOENT' ? 'a broken symbolic link: its target does not exist' : `cannot follow the symbolic link (${target.code ?? target.message})`;
+  }
+  if (target.isDirectory()) return 'a symbolic link to a directory, not to a session\'s log file';
+  return target.isFile() ? undefined : 'a symbolic link to something that is not a file';
+}
+
 /** Files stored at once by default: enough to overlap reading with the database's work. */
 const DEFAULT_CONCURRENCY = 4;
 
-/** Reports files stored together (with their counts) or one file refused (with why). */
-type Finished = (files: readonly SessionFile[], outcome: WriteCounts | Error) => void;
+/** Reports files stored together (with their counts), one file refused (with why) or one without events. */
+type Finished = (files: readonly SessionFile[], outcome: WriteCounts | Error | 'empty') => void;
 
 interface SessionFile {
   index: number;
   path: string;
   sessionId: string;
   bytes: number;
+  /** Why the entry cannot be read, found when it was listed. */
+  refusal?: string;
+}
+
+interface SequencedEvent {
+  seq: number;
+  event: EncodedEvent;
+  origin: EventOrigin;
 }
 
 interface ReadFile extends SessionFile {
-  events: { seq: number; event: EncodedEvent; origin: EventOrigin }[];
+  events: SequencedEvent[];
 }
 
 /** Reads and checks a whole file, or says it holds more than `maxEvents` (to be streamed). */
 async function readSessionFile(file: SessionFile, options: ImportOptions, maxEvents: number): Promise<ReadFile | 'too large'> {
   checkSessionId(file.sessionId, { file: file.path });
   const read: ReadFile = { ...file, events: [] };
-  const input = createReadStream(file.path);
-  for await (const lines of linesOf(input, file.path)) {
-    for (const line of lines) {
-      const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
-      const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
-      const seq = readSeq(envelope, origin);
-      const at = { ...origin, seq };
-      read.events.push({ seq, event: encodeEventText(eventText!, at, options, envelope.event), origin: at });
-      read.bytes = line.bytesRead;
-    }
-    if (read.events.length > maxEvents) {
-      input.destroy();
-      return 'too large';
-    }
+  for await (const chunk of sessionFileEvents(file, options)) {
+    read.events.push(...chunk.events);
+    read.bytes = chunk.bytesRead;
+    if (read.events.length > maxEvents) return 'too large';
   }
   file.bytes = read.bytes;
   return read;
@@ -176,8 +303,7 @@ async function storeGroup(store: EventStore, group: readonly ReadFile[], finishe
       for (const file of group) {
         for (const { seq, event, origin } of file.events) await writer.add(file.sessionId, seq, event, origin);
       }
-      await writer.flush();
-      return writer.counts;
+      return writer.finish();
     });
     finished(group, counts);
   } catch (error) {
@@ -187,23 +313,39 @@ async function storeGroup(store: EventStore, group: readonly ReadFile[], finishe
   }
 }
 
-/** A file too large to hold: streamed into its own transaction, a chunk at a time. */
-async function importLargeSessionFile(store: EventStore, file: SessionFile, options: ImportOptions): Promise<WriteCounts> {
+/**
+ * A session's file streamed into its own transaction, a chunk at a time (a file of a directory
+ * too large to hold, or one given alone); `onChunk` is told after each chunk of lines.
+ */
+async function importSessionFile(
+  store: EventStore,
+  file: SessionFile,
+  options: ImportOptions,
+  onChunk?: (counts: WriteCounts, bytesRead: number) => void,
+): Promise<WriteCounts> {
   return store.transaction(async (transaction) => {
     const writer = new LogWriter(transaction, options.chunkSize);
-    for await (const lines of linesOf(createReadStream(file.path), file.path)) {
-      for (const line of lines) {
-        const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
-        const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
-        const seq = readSeq(envelope, origin);
-        const at = { ...origin, seq };
-        await writer.add(file.sessionId, seq, encodeEventText(eventText!, at, options, envelope.event), at);
-        file.bytes = line.bytesRead;
-      }
+    for await (const chunk of sessionFileEvents(file, options)) {
+      for (const { seq, event, origin } of chunk.events) await writer.add(file.sessionId, seq, event, origin);
+      file.bytes = chunk.bytesRead;
+      onChunk?.(writer.counts, chunk.bytesRead);
     }
-    await writer.flush();
-    return writer.counts;
+    return writer.finish();
   });
+}
+
+/** The events of a `<session_id>.jsonl` file, each checked and encoded, a chunk of lines at a time. */
+async function* sessionFileEvents(file: SessionFile, options: EncodeOptions): AsyncGenerator<{ events: SequencedEvent[]; bytesRead: number }> {
+  for await (const lines of linesOf(createReadStream(file.path), file.path)) {
+    const events = lines.map((line) => {
+      const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
+      const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
+      const seq = readSeq(envelope, origin);
+      const at = { ...origin, seq };
+      return { seq, event: encodeEventText(eventText!, at, options, envelope.event), origin: at };
+    });
+    yield { events, bytesRead: lines[lines.length - 1]!.bytesRead };
+  }
 }
 
 function failedInput(file: SessionFile, finished: Finished) {
@@ -275,8 +417,7 @@ export async function importStream(
           options.onProgress?.({ ...writer.counts, bytesRead: lines[lines.length - 1]!.bytesRead, filesDone: 0, filesTotal: 1 });
         }
       }
-      await writer.flush();
-      return writer.counts;
+      return writer.finish();
     });
     report.newEvents = counts.newEvents;
     report.existingEvents = counts.existingEvents;
@@ -307,7 +448,7 @@ function parseEnvelope(text: string, origin: EventOrigin, fields: readonly strin
   try {
     ({ value, memberText: eventText } = parseJsonKeepingMember(text, 'event'));
   } catch (error) {
-    if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
+    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
     throw error;
   }
   const shape = () => `{${fields.map((field) => JSON.stringify(field)).join(', ')}}`;
@@ -341,7 +482,7 @@ function isInputError(error: unknown): error is Error {
 }
 
 function emptyReport(): ImportReport {
-  return { newEvents: 0, existingEvents: 0, sessions: 0, files: 0, failures: [], ignoredEntries: [] };
+  return { newEvents: 0, existingEvents: 0, sessions: 0, files: 0, emptyLogs: [], failures: [], ignoredEntries: [] };
 }
 
 function countsOf(report: ImportReport): WriteCounts {

@@ -7,6 +7,9 @@ import { JsonFloat, type JsonArray, type JsonObject, type JsonValue } from './js
  */
 export const MAX_JSON_DEPTH = 512;
 
+/** How every path into the store words a refusal of {@link MAX_JSON_DEPTH}. */
+export const TOO_DEEP_MESSAGE = `nesting deeper than ${MAX_JSON_DEPTH} levels in one event`;
+
 export type JsonParseErrorCode = 'syntax' | 'duplicate_key' | 'too_deep';
 
 /**
@@ -83,19 +86,28 @@ export function parseJsonKeepingMember(text: string, key: string): { value: Json
 
 /**
  * {@link parseJson} of a JSON array, also giving back the source text of each item exactly as
- * it was written; items may nest as deep as a text given alone.
+ * it was written, and where it starts (a UTF-16 index into `text`); items may nest as deep as a
+ * text given alone.
  *
  * @example
  * ```ts
- * parseJsonArrayKeepingItems('[{"kind": "a"}, 2]').items; // [{ value: { kind: 'a' }, text: '{"kind": "a"}' }, { value: 2, text: '2' }]
+ * parseJsonArrayKeepingItems('[{"kind": "a"}, 2]').items;
+ * // [{ value: { kind: 'a' }, text: '{"kind": "a"}', offset: 1 }, { value: 2, text: '2', offset: 16 }]
  * ```
  */
-export function parseJsonArrayKeepingItems(text: string): { items: { value: JsonValue; text: string }[] } | { notAnArray: JsonValue } {
+export function parseJsonArrayKeepingItems(
+  text: string,
+): { items: { value: JsonValue; text: string; offset: number }[] } | { notAnArray: JsonValue } {
   const parser = new Parser(text, null, MAX_JSON_DEPTH + 1);
   parser.itemSpans = [];
   const value = parseWith(parser);
   if (!Array.isArray(value)) return { notAnArray: value };
-  return { items: value.map((item, index) => ({ value: item, text: text.slice(...parser.itemSpans![index]!) })) };
+  return {
+    items: value.map((item, index) => {
+      const [start, end] = parser.itemSpans![index]!;
+      return { value: item, text: text.slice(start, end), offset: start };
+    }),
+  };
 }
 
 function parseWith(parser: Parser): JsonValue {
@@ -456,7 +468,7 @@ class Parser {
     const { line, column } = lineAndColumn(this.text, offset);
     return new JsonParseError(
       'too_deep',
-      `nesting deeper than ${MAX_JSON_DEPTH} levels at ${where(line, column)}`,
+      `${TOO_DEEP_MESSAGE} at ${where(line, column)}`,
       offset,
       line,
       column,

@@ -1,5 +1,5 @@
 import { JsonFloat, type JsonValue } from './json-value.js';
-import { MAX_JSON_DEPTH } from './parse-json.js';
+import { MAX_JSON_DEPTH, TOO_DEEP_MESSAGE } from './parse-json.js';
 
 /**
  * Writes a {@link JsonValue} as compact JSON text, losing nothing that `parseJson` keeps.
@@ -55,7 +55,7 @@ function write(value: JsonValue, depth: number): string {
         throw new TypeError(`JsonFloat text ${JSON.stringify(text)} is not a JSON number with a fraction or an exponent`);
       }
       if (depth >= MAX_JSON_DEPTH) {
-        throw new RangeError(`nesting deeper than ${MAX_JSON_DEPTH} levels (or a cycle) cannot be written as JSON`);
+        throw new RangeError(`${TOO_DEEP_MESSAGE} (or a cycle)`);
       }
       if (Array.isArray(value)) {
         const length = value.length;

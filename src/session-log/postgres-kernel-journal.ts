@@ -348,8 +348,8 @@ export class PostgresKernelJournal {
   }
 }
 
-/** The operation's row, created if missing, locked until the transaction ends: every CAS is decided under it. */
-async function lockOperation(trx: Transaction<DB>, operationId: string) {
+/** The operation's row, created if missing, locked until the transaction ends: every CAS is decided under it (an import's too). */
+export async function lockOperation(trx: Transaction<DB>, operationId: string) {
   await trx.insertInto('kernel_journal_operations').values({ operation_id: operationId }).onConflict((oc) => oc.doNothing()).execute();
   return trx.selectFrom('kernel_journal_operations').selectAll().where('operation_id', '=', operationId).forUpdate().executeTakeFirstOrThrow();
 }

@@ -1,7 +1,7 @@
 import { EventValidationError, validateEvent } from '../events/validate-event.js';
 import { compactJson, nestsDeeperThan } from '../json/json-text.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
-import { JsonParseError, MAX_JSON_DEPTH, parseJson } from '../json/parse-json.js';
+import { JsonParseError, MAX_JSON_DEPTH, parseJson, TOO_DEEP_MESSAGE } from '../json/parse-json.js';
 import { hasUnstorableChar, mayHoldUnreadableEscape, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
@@ -67,7 +67,8 @@ export function encodeEventValue(value: JsonValue, origin: EventOrigin, options:
   try {
     text = stringifyJson(event);
   } catch (error) {
-    if (error instanceof TypeError || error instanceof RangeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
+    if (error instanceof RangeError) throw new InvalidEventError(origin, error.message);
+    if (error instanceof TypeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
     throw error;
   }
   return encoded(event, text);
@@ -93,7 +94,7 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
     throw error;
   }
   if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new InvalidEventError(origin, `the event nests deeper than ${MAX_JSON_DEPTH} levels`);
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new InvalidEventError(origin, TOO_DEEP_MESSAGE);
   // A toJSON of its own makes the text another object than the one at hand: read the text.
   if (options.strict || mayHoldUnreadableEscape(text) || typeof (event as { toJSON?: unknown }).toJSON === 'function') {
     return encodeEventText(text, origin, options);
@@ -107,7 +108,7 @@ function parseEvent(text: string, origin: EventOrigin): JsonValue {
   try {
     return parseJson(text);
   } catch (error) {
-    if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
+    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
     throw error;
   }
 }

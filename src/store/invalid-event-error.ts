@@ -1,4 +1,5 @@
 import type { EventValidationError } from '../events/validate-event.js';
+import type { JsonParseError } from '../json/parse-json.js';
 
 /** Where a rejected event came from, for the error message. */
 export interface EventOrigin {
@@ -29,10 +30,16 @@ export class InvalidEventError extends Error {
   static fromValidation(origin: EventOrigin, error: EventValidationError): InvalidEventError {
     return new InvalidEventError(origin, error.message, { cause: error });
   }
+
+  /** Text that `parseJson` refused; too deep a text is valid JSON, so it is not called invalid. */
+  static fromJsonParse(origin: EventOrigin, error: JsonParseError): InvalidEventError {
+    const reason = error.code === 'too_deep' ? error.message : `invalid JSON: ${error.message}`;
+    return new InvalidEventError(origin, reason, { cause: error });
+  }
 }
 
 export function describeOrigin(origin: EventOrigin): string {
-  const where = origin.file === undefined ? '' : `${origin.file}:${origin.line ?? '?'}: `;
+  const where = origin.file === undefined ? '' : `${origin.file}${origin.line === undefined ? '' : `:${origin.line}`}: `;
   const parts: string[] = [];
   if (origin.sessionId !== undefined) parts.push(`session ${JSON.stringify(origin.sessionId)}`);
   if (origin.seq !== undefined) parts.push(`seq ${origin.seq}`);

@@ -74,7 +74,7 @@ describe('os-audit CLI', () => {
 
     const invalid = await cli(['append', 'cli-append'], `${JSON.stringify(sampleEvent(4))}\n{"turn":1}\n`);
     expect(invalid.code).toBe(1);
-    expect(invalid.stderr).toMatch(/<stdin>:2: session "cli-append", seq 5: field "kind": required field is missing/);
+    expect(invalid.stderr).toMatch(/<stdin>:2: session "cli-append", seq 5: field "kind": required field is missing; nothing was appended/);
     expect((await cli(['events', 'cli-append'])).stdout.trimEnd().split('\n')).toHaveLength(4);
   });
 

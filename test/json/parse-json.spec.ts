@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonFloat, type JsonValue } from '../../src/json/json-value.js';
-import { JsonParseError, MAX_JSON_DEPTH, parseJson, parseJsonKeepingMember } from '../../src/json/parse-json.js';
+import { JsonParseError, MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems, parseJsonKeepingMember } from '../../src/json/parse-json.js';
 
 /** The error `parseJson(text)` throws; fails the test when it parses or throws something else. */
 function parseError(text: string): JsonParseError {
@@ -374,7 +374,7 @@ describe('parseJson: nesting depth', () => {
     const n = MAX_JSON_DEPTH + 1;
     const arrays = parseError('['.repeat(n) + ']'.repeat(n));
     expect(arrays.code).toBe('too_deep');
-    expect(arrays.message).toBe('nesting deeper than 512 levels at column 513');
+    expect(arrays.message).toBe('nesting deeper than 512 levels in one event at column 513');
     expect(arrays.column).toBe(513);
     expect(arrays.offset).toBe(512);
 
@@ -487,5 +487,23 @@ describe('parseJsonKeepingMember', () => {
   it('refuses what parseJson refuses', () => {
     expect(() => parseJsonKeepingMember('{"event": 1, "event": 2}', 'event')).toThrow(/duplicate key "event"/);
     expect(() => parseJsonKeepingMember('{"event": {}', 'event')).toThrow(JsonParseError);
+  });
+});
+
+describe('parseJsonArrayKeepingItems', () => {
+  it('gives back the source text of each item, as written, and where it starts', () => {
+    const text = '[ {"kind": "a", "n": 1.0},\n  2 ]';
+    expect(parseJsonArrayKeepingItems(text)).toEqual({
+      items: [
+        { value: parseJson('{"kind": "a", "n": 1.0}'), text: '{"kind": "a", "n": 1.0}', offset: 2 },
+        { value: 2, text: '2', offset: 29 },
+      ],
+    });
+  });
+
+  it(`lets an item nest ${MAX_JSON_DEPTH} levels, as a text given alone, and no deeper`, () => {
+    const item = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+    expect(parseJsonArrayKeepingItems(`[${item(MAX_JSON_DEPTH)}]`)).toMatchObject({ items: [{ text: item(MAX_JSON_DEPTH) }] });
+    expect(() => parseJsonArrayKeepingItems(`[${item(MAX_JSON_DEPTH + 1)}]`)).toThrow('nesting deeper than 512 levels in one event');
   });
 });

@@ -199,7 +199,7 @@ describe('stringifyJson', () => {
     let deep: JsonValue = [];
     for (let i = 1; i < MAX_JSON_DEPTH; i++) deep = [deep];
     expect(stringifyJson(deep)).toBe('['.repeat(MAX_JSON_DEPTH) + ']'.repeat(MAX_JSON_DEPTH));
-    expect(() => stringifyJson([deep])).toThrow(RangeError);
+    expect(() => stringifyJson([deep])).toThrow(new RangeError('nesting deeper than 512 levels in one event (or a cycle)'));
 
     const cycle: JsonObject = {};
     cycle.self = cycle;

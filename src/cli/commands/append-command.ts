@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { LogWriter } from '../../import/log-writer.js';
 import { InvalidUtf8Error, readLines } from '../../import/read-lines.js';
 import type { JsonValue } from '../../json/json-value.js';
-import { JsonParseError, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
+import { JsonParseError, MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
 import { ConcurrencyError } from '../../store/concurrency-error.js';
 import { checkSessionId, encodeEventText } from '../../store/encode-event.js';
 import { EventStore } from '../../store/event-store.js';
@@ -25,6 +25,15 @@ export function registerAppendCommand(program: Command, io: CliIo): void {
     .argument('[file]', 'a JSON array or JSONL of bare events; - or nothing for standard input')
     .option('--expected-seq <seq>', 'refuse unless the log ends at this seq (-1: the session is new)', integerOption(-1))
     .option('--strict', 'refuse event kinds the contract does not name')
+    .addHelpText(
+      'after',
+      `
+Each event is a JSON object with a non-empty string "kind", one per line (JSONL) or all in one
+JSON array. It is stored as written, white space between tokens removed: key order, number text
+(1e2, -0.0, 18446744073709551615) and escapes stay as they are. An event may nest ${MAX_JSON_DEPTH} levels
+(the event object is level 1). All or nothing: a refused event is named by file and line, and
+none of the input is appended.`,
+    )
     .action(async (sessionId: string, file: string | undefined, options: AppendCommandOptions, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const name = file === undefined || file === '-' ? '<stdin>' : file;
@@ -43,7 +52,7 @@ export function registerAppendCommand(program: Command, io: CliIo): void {
             const at = { ...origin, seq };
             await writer.add(sessionId, seq, encodeEventText(text, at, options, value), at);
           }
-          await writer.flush();
+          await writer.finish();
           return { first: head + 1, last: seq };
         }),
       ).catch(rethrowAsCliError);
@@ -63,17 +72,18 @@ async function* readBareEvents(
   sessionId: string,
 ): AsyncGenerator<{ text: string; value: JsonValue; origin: EventOrigin }> {
   let isArray: boolean | undefined;
-  let arrayText = '';
+  const array: ArrayText = { text: '', lineNumbers: [] };
   try {
     for await (const lines of readLines(input)) {
       for (const line of lines) {
         isArray ??= line.text.trimStart().startsWith('[');
         if (isArray) {
-          arrayText += `${line.text}\n`;
+          array.text += `${line.text}\n`;
+          array.lineNumbers.push(line.lineNumber);
           continue;
         }
         const origin = { file: name, line: line.lineNumber, sessionId };
-        yield { text: line.text, value: parseOrFail(() => parseJson(line.text), origin), origin };
+        yield { text: line.text, value: parseLine(line.text, origin), origin };
       }
     }
   } catch (error) {
@@ -82,17 +92,38 @@ async function* readBareEvents(
     }
     throw error;
   }
-  if (!isArray) return;
-  const parsed = parseOrFail(() => parseJsonArrayKeepingItems(arrayText), { file: name, sessionId });
-  if ('notAnArray' in parsed) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
-  for (const [index, item] of parsed.items.entries()) yield { ...item, origin: { file: name, sessionId, index } };
+  if (isArray) yield* eventsOfArray(array, name, sessionId);
 }
 
-function parseOrFail<T>(parse: () => T, origin: EventOrigin): T {
+/** A JSON array's text, and the input's number of each of its lines (blank lines are not in it). */
+interface ArrayText {
+  text: string;
+  lineNumbers: number[];
+}
+
+function* eventsOfArray(array: ArrayText, name: string, sessionId: string) {
+  const inputLine = (lineInText: number) => array.lineNumbers[Math.min(lineInText, array.lineNumbers.length) - 1];
+  let parsed;
   try {
-    return parse();
+    parsed = parseJsonArrayKeepingItems(array.text);
   } catch (error) {
-    if (error instanceof JsonParseError) throw new InvalidEventError(origin, `invalid JSON: ${error.message}`);
+    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse({ file: name, line: inputLine(error.line), sessionId }, error);
+    throw error;
+  }
+  if ('notAnArray' in parsed) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
+  let lineInText = 1;
+  let scanned = 0;
+  for (const [index, item] of parsed.items.entries()) {
+    for (; scanned < item.offset; scanned++) if (array.text.charCodeAt(scanned) === 0x0a) lineInText++;
+    yield { text: item.text, value: item.value, origin: { file: name, line: inputLine(lineInText), sessionId, index } };
+  }
+}
+
+function parseLine(text: string, origin: EventOrigin): JsonValue {
+  try {
+    return parseJson(text);
+  } catch (error) {
+    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
     throw error;
   }
 }

@@ -1,7 +1,9 @@
 import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { type ImportProgress, type ImportReport, importLogs } from '../../import/import-logs.js';
+import type { JournalCounts } from '../../import/import-kernel-journal.js';
 import { DEFAULT_CHUNK_SIZE } from '../../import/log-writer.js';
+import { MAX_JSON_DEPTH } from '../../json/parse-json.js';
 import { EventStore } from '../../store/event-store.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
@@ -14,17 +16,31 @@ export function registerImportCommand(program: Command, io: CliIo): void {
   program
     .command('import')
     .description(
-      'import session logs: a directory of <session_id>.jsonl files ({"seq":N,"event":{...}} per line), ' +
+      'import session logs: a log folder of <session_id>.jsonl files with its kernel-journal/, one <session_id>.jsonl file, ' +
         'or one JSONL stream of {"session_id":...,"seq":N,"event":{...}} lines (a file, or - for stdin)',
     )
-    .argument('<path>', 'a directory, a .jsonl file, or - for standard input')
+    .argument('<path>', 'a log folder, a .jsonl file, or - for standard input')
     .option('--strict', 'refuse event kinds the contract does not name')
     .option('--chunk-size <events>', 'events per database write', integerOption(1), DEFAULT_CHUNK_SIZE)
     .addHelpText(
       'after',
-      '\nAtomic units: each file of a directory is stored whole or not at all; a stream is stored whole or\n' +
-        'not at all. Importing the same data again stores nothing new; an event stored with a different\n' +
-        'body is a conflict. Exit code 1 when any unit was rejected.',
+      `
+Formats (symbolic links are followed):
+  FOLDER  a log folder: each <session_id>.jsonl holds one session, a line {"seq":N,"event":{...}};
+          its kernel-journal/ folder (deepstrike SDK v0.2.60) goes into the kernel journal tables
+  FILE    one <session_id>.jsonl file: that session; a file whose first line has a "session_id"
+          is a stream, a line {"session_id":...,"seq":N,"event":{...}}
+  -       a stream on standard input
+
+A session's lines may come in any seq order: they are stored in seq order, and a seq still
+missing when the input ends is an error. A line repeating a seq with the same event counts as
+already stored. An empty log file (or one of blank lines) is a session with no events yet:
+nothing is stored. Events are stored as written and may nest ${MAX_JSON_DEPTH} levels (the event object is
+level 1).
+
+Atomic units: each session file, a stream, each journal operation is stored whole or not at
+all. Importing the same data again stores nothing new; an event stored with a different body
+is a conflict. Exit code 1 when any unit was rejected.`,
     )
     .action(async (source: string, options: { strict?: boolean; chunkSize: number }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
@@ -60,11 +76,40 @@ export function registerImportCommand(program: Command, io: CliIo): void {
         `imported ${report.newEvents} new events; ${report.existingEvents} were already stored ` +
           `(${report.sessions} sessions from ${report.files} ${report.files === 1 ? 'file' : 'files'})\n`,
       );
+      if (report.emptyLogs.length > 0) await write(io.stdout, `${describeEmptyLogs(report.emptyLogs)}\n`);
+      if (report.journal !== undefined) await write(io.stdout, `${describeJournal(report.journal)}\n`);
       if (report.failures.length > 0) {
-        throw new CliError(`${report.failures.length} of ${report.files} inputs rejected; nothing of them was stored`);
+        const inputs = report.files + (report.journal?.operations ?? 0);
+        throw new CliError(`${report.failures.length} of ${inputs} inputs rejected; nothing of them was stored`);
       }
     });
 }
+
+/** `2 empty logs (no events yet): s1, s2`, naming the first few. */
+function describeEmptyLogs(sessionIds: readonly string[]): string {
+  const shown = sessionIds.slice(0, NAMES_SHOWN).join(', ');
+  const more = sessionIds.length > NAMES_SHOWN ? ` and ${sessionIds.length - NAMES_SHOWN} more` : '';
+  return `${count(sessionIds.length, 'empty log')} (no events yet): ${shown}${more}`;
+}
+
+/** `kernel journal: 2 operations; 5 new records (0 already stored), …`, the rarer counts only when there are some. */
+function describeJournal(journal: JournalCounts): string {
+  const parts = [
+    `${count(journal.newRecords, 'new record')} (${journal.existingRecords} already stored)`,
+    `${count(journal.newCheckpoints, 'new checkpoint')} (${journal.existingCheckpoints} already stored)`,
+  ];
+  if (journal.newAcknowledgements > 0) parts.push(count(journal.newAcknowledgements, 'new acknowledgement'));
+  if (journal.newAnchors > 0) parts.push(count(journal.newAnchors, 'new pruned anchor'));
+  if (journal.newOutboundEnvelopes > 0) parts.push(count(journal.newOutboundEnvelopes, 'new outbound envelope'));
+  return `kernel journal: ${count(journal.operations, 'operation')}; ${parts.join(', ')}`;
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/** Names listed in a summary line; a folder of thousands of empty logs must not flood the terminal. */
+const NAMES_SHOWN = 10;
 
 /** A bar over files for a directory, over bytes for a file; counts alone for standard input. */
 function showProgress(progress: ProgressLine, p: ImportProgress, bytesTotal: number | undefined): void {
