@@ -79,7 +79,7 @@ const STOPPED_REPORTED = 10;
 export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
   const name = sql.lit(projection.name);
   const heads = sql.table(projection.sessionHeads);
-  const readKinds = sql.join(Object.keys(projection.reads).map((kind) => sql.lit(kind)));
+  const readKinds = readKindsSql(projection);
   const [owner, epoch, ttlMs, limit, skipInvalid] = [sql`$1::text`, sql`$2::bigint`, sql`$3::bigint`, sql`$4::bigint`, sql`$5::boolean`];
   const events = sql`(SELECT session_id, seq, kind, recorded_at, ${sql.join(fieldNames(projection.reads).map((field) => sql.id(field)))} FROM batch_folded WHERE kind IN (${readKinds}) AND problem IS NULL)`;
   const sessions = sql`(SELECT * FROM batch_moved_sessions)`;
@@ -96,9 +96,11 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       RETURNING 1
     ),
     batch_checkpoint AS MATERIALIZED (${checkpointSql(projection)}),
-    batch_window AS MATERIALIZED (${windowSql(limit)}),
+    batch_window AS MATERIALIZED (${windowSql(limit, readKinds)}),
+    -- The window's last event: its last transaction's highest position (two scans, no sort).
     batch_end AS MATERIALIZED (
-      SELECT transaction_id, position FROM batch_window ORDER BY transaction_id DESC, position DESC LIMIT 1
+      SELECT transaction_id, max(position) AS position FROM batch_window
+      WHERE transaction_id = (SELECT max(transaction_id) FROM batch_window) GROUP BY transaction_id
     ),
     batch_resuming AS MATERIALIZED (
       SELECT session_id FROM projection_blocked_sessions
@@ -128,20 +130,23 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
                                                   coalesce((SELECT position FROM batch_end), (SELECT position FROM batch_checkpoint)))
       ) AS t
     ),
-    batch_rows AS MATERIALIZED (
-      SELECT w.position, w.session_id, w.seq, w.kind, w.recorded_at, w.payload, w.payload_text, s.prev_seq, s.needs_log
-      FROM batch_window AS w JOIN batch_sessions AS s ON s.session_id = w.session_id
-      WHERE s.blocked_seq IS NULL AND w.seq > s.prev_seq
-      UNION ALL
-      SELECT e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, e.payload_text, s.prev_seq, true
-      FROM batch_sessions AS s
-      JOIN session_events AS e ON e.session_id = s.session_id AND e.seq > s.prev_seq AND e.seq <= s.target_seq
-      WHERE s.needs_log AND s.blocked_seq IS NULL
-        AND NOT EXISTS (SELECT FROM batch_window AS w WHERE w.session_id = e.session_id AND w.seq = e.seq)
-    ),
+    -- The rows to fold, each read once: the window's, after each session's folded seq, and the
+    -- ones of the log the window lacks (events a transaction committed before others of its
+    -- session that the window holds, the passed events of sessions taken up again).
     batch_read AS MATERIALIZED (
-      SELECT b.*, r.* FROM batch_rows AS b
-      CROSS JOIN LATERAL ${readFieldsSql(projection.reads, sql`b`)} AS r
+      SELECT b.position, b.session_id, b.seq, b.kind, b.recorded_at, b.prev_seq, b.needs_log, r.*
+      FROM (
+        SELECT w.position, w.session_id, w.seq, w.kind, w.recorded_at, w.payload, w.stand_in, s.prev_seq, s.needs_log
+        FROM batch_window AS w JOIN batch_sessions AS s ON s.session_id = w.session_id
+        WHERE s.blocked_seq IS NULL AND w.seq > s.prev_seq
+        UNION ALL
+        SELECT e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, e.payload_text IS NOT NULL, s.prev_seq, true
+        FROM batch_sessions AS s
+        JOIN session_events AS e ON e.session_id = s.session_id AND e.seq > s.prev_seq AND e.seq <= s.target_seq
+        WHERE s.needs_log AND s.blocked_seq IS NULL
+          AND NOT EXISTS (SELECT FROM batch_window AS w WHERE w.session_id = e.session_id AND w.seq = e.seq)
+      ) AS b
+      LEFT JOIN LATERAL ${readFieldsSql(projection.reads, { kind: sql`b.kind`, payload: sql`b.payload`, standIn: sql`b.stand_in` })} AS r ON true
     ),
     -- Where each session stops: its first missing seq, or its first unreadable event.
     batch_stops AS MATERIALIZED (
@@ -158,19 +163,19 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       ) AS stops
       ORDER BY session_id, seq
     ),
-    batch_folded AS MATERIALIZED (
-      SELECT b.* FROM batch_read AS b LEFT JOIN batch_stops AS s ON s.session_id = b.session_id
-      WHERE s.seq IS NULL OR b.seq < s.seq
+    -- The rows before each session's stop (all of them, as a rule): read again where needed
+    -- rather than copied once more.
+    batch_folded AS NOT MATERIALIZED (
+      SELECT b.* FROM batch_read AS b
+      WHERE NOT EXISTS (SELECT FROM batch_stops AS s WHERE s.session_id = b.session_id AND b.seq >= s.seq)
     ),
+    batch_applied AS MATERIALIZED (SELECT count(*) AS applied FROM batch_folded WHERE problem IS NULL),
+    -- Each session that folded events or stopped: it moves to its last folded seq (the one
+    -- before its stop, when it folded nothing).
     batch_moved_sessions AS MATERIALIZED (
-      SELECT s.session_id, coalesce(p.last_seq, s.prev_seq) AS last_seq, ${counterColumns(projection)}
-      FROM (
-        SELECT session_id, prev_seq FROM batch_sessions AS s
-        WHERE EXISTS (SELECT FROM batch_folded AS f WHERE f.session_id = s.session_id)
-           OR EXISTS (SELECT FROM batch_stops AS t WHERE t.session_id = s.session_id)
-      ) AS s
-      LEFT JOIN (SELECT session_id, max(seq) AS last_seq, ${countersSql(projection, sql`problem IS NULL`)} FROM batch_folded GROUP BY session_id) AS p
-        ON p.session_id = s.session_id
+      SELECT coalesce(p.session_id, t.session_id) AS session_id, coalesce(p.last_seq, t.seq - 1) AS last_seq, ${counterColumns(projection)}
+      FROM (SELECT session_id, max(seq) AS last_seq, ${countersSql(projection, sql`problem IS NULL`)} FROM batch_folded GROUP BY session_id) AS p
+      FULL JOIN batch_stops AS t ON t.session_id = p.session_id
     ),
     ${projection.foldSql({ events, sessions })},
     batch_blocked AS (
@@ -195,7 +200,7 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
     batch_moved AS (
       UPDATE projection_checkpoints AS c
       SET transaction_id = e.transaction_id, position = e.position, epoch = ${epoch},
-          events_applied = c.events_applied + (SELECT count(*) FROM batch_folded WHERE problem IS NULL),
+          events_applied = c.events_applied + (SELECT applied FROM batch_applied),
           updated_at = now(), last_error = NULL, last_error_at = NULL
       FROM batch_end AS e, projection_leases AS l
       WHERE c.projection = ${name}
@@ -212,7 +217,7 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       (SELECT count(*) FROM batch_window) AS window_count,
       (SELECT transaction_id::text FROM batch_end) AS end_transaction_id,
       (SELECT position FROM batch_end) AS end_position,
-      (SELECT count(*) FROM batch_folded WHERE problem IS NULL) AS applied,
+      (SELECT applied FROM batch_applied) AS applied,
       (SELECT count(*) FROM batch_skipped) AS skipped,
       (SELECT count(*) FROM batch_blocked) AS stopped_count,
       coalesce((SELECT json_agg(s ORDER BY s.session_id) FROM (SELECT * FROM batch_stops ORDER BY session_id LIMIT ${sql.lit(STOPPED_REPORTED)}) AS s), '[]') AS stopped,
@@ -239,9 +244,11 @@ function checkpointSql(projection: Projection): RawBuilder<unknown> {
  * (transaction id, position) order, of transactions older than every transaction still in
  * progress (see {@link batchSql}).
  */
-function windowSql(limit: RawBuilder<unknown>): RawBuilder<unknown> {
+function windowSql(limit: RawBuilder<unknown>, readKinds: RawBuilder<unknown>): RawBuilder<unknown> {
+  // The body only of the kinds the projection reads: the window is held in memory (or on disk).
   return sql`
-    SELECT e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at, e.payload, e.payload_text
+    SELECT e.transaction_id, e.position, e.session_id, e.seq, e.kind, e.recorded_at,
+           CASE WHEN e.kind IN (${readKinds}) THEN e.payload END AS payload, e.payload_text IS NOT NULL AS stand_in
     FROM session_events AS e
     WHERE (e.transaction_id, e.position) > ((SELECT transaction_id FROM batch_checkpoint), (SELECT position FROM batch_checkpoint))
       AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
@@ -257,7 +264,7 @@ function windowSql(limit: RawBuilder<unknown>): RawBuilder<unknown> {
 export function stopAtWindowEventSql(projection: Projection): RawBuilder<StoppedSession> {
   return sql`
     WITH batch_checkpoint AS MATERIALIZED (${checkpointSql(projection)}),
-    culprit AS (SELECT session_id FROM (${windowSql(sql`$1::bigint`)}) AS w ORDER BY transaction_id DESC, position DESC LIMIT 1),
+    culprit AS (SELECT session_id FROM (${windowSql(sql`$1::bigint`, readKindsSql(projection))}) AS w ORDER BY transaction_id DESC, position DESC LIMIT 1),
     first_unfolded AS (
       SELECT e.session_id, e.seq, e.position, e.kind
       FROM culprit AS c
@@ -270,4 +277,9 @@ export function stopAtWindowEventSql(projection: Projection): RawBuilder<Stopped
       SET seq = excluded.seq, position = excluded.position, kind = excluded.kind, reason = excluded.reason,
           problem = excluded.problem, blocked_at = now()
     RETURNING session_id, seq, position, kind, reason, problem`;
+}
+
+/** The kinds whose fields the projection reads, as a list of SQL literals. */
+function readKindsSql(projection: Projection): RawBuilder<unknown> {
+  return sql.join(Object.keys(projection.reads).map((kind) => sql.lit(kind)));
 }
