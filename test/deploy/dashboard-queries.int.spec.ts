@@ -59,6 +59,9 @@ const expectations: Record<string, PanelExpectation> = {
       ['updated_at', 'timestamp'],
     ],
   },
+  'Sessions the projection stopped': {
+    columns: [['session_id', 'text'], ['blocked_at_seq', 'integer'], ['kind', 'text'], ['reason', 'text'], ['problem', 'text'], ['blocked_at', 'timestamp']],
+  },
   'Process states per session': { columns: [['session_id', 'text'], ['running', 'integer'], ['joined', 'integer'], ['failed', 'integer'], ['other', 'integer']] },
   Sessions: {
     columns: [
@@ -113,6 +116,8 @@ beforeAll(async () => {
     exampleEvent('page_out'),
     { kind: 'suspended', turn: 8, reason: 'ask_user', pending_calls: ['c9'] },
   ]);
+  // ... and a session the projection stops at an event it cannot read.
+  await store.append('dash-stopped', [{ kind: 'resumed', turn: 'nine' }]);
   await waitForHorizon(testDb.db);
   await osSnapshotProjector(testDb.db).catchUp();
   const { rows } = await sql<{ now: Date }>`SELECT now() AS now`.execute(testDb.db);
