@@ -18,9 +18,28 @@
  * @module
  */
 
-// The runtime's session log interface, in PostgreSQL.
-export { PostgresSessionLog } from './session-log/postgres-session-log.js';
-export type { SessionLog, SessionLogEntry } from './session-log/session-log.js';
+// The runtime's session log interface, and its kernel journal, in PostgreSQL.
+export {
+  KERNEL_PRIMITIVES_V0_2_36,
+  KERNEL_PRIMITIVES_V0_2_60,
+  type KernelPrimitiveKinds,
+  PostgresSessionLog,
+  type PostgresSessionLogOptions,
+} from './session-log/postgres-session-log.js';
+export type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } from './session-log/session-log.js';
+export {
+  type CheckpointCandidate,
+  type InstalledCheckpoint,
+  JournalCasConflictError,
+  type JournalEntry,
+  type JournalErrorClasses,
+  type JournalHead,
+  JournalIntegrityError,
+  JournalIoError,
+  type JournalPruneReceipt,
+  type JournalRecordInput,
+  PostgresKernelJournal,
+} from './session-log/postgres-kernel-journal.js';
 
 // The database.
 export { type DatabaseOptions, openDatabase } from './db/open-database.js';
