@@ -39,10 +39,10 @@ export interface PostgresSessionLogOptions {
   primitives?: KernelPrimitiveKinds;
 }
 
-/** One append waiting for its turn, with what to tell its caller. */
+/** One append (of one event, or of `appendMany`'s batch) waiting for its turn, with what to tell its caller. */
 interface QueuedAppend {
-  event: EncodedEvent;
-  resolve: (seq: number) => void;
+  events: EncodedEvent[];
+  resolve: (seqs: number[]) => void;
   reject: (error: unknown) => void;
 }
 
@@ -114,9 +114,23 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   }
 
   /** Appends `event` at the end of the session's log, after every append this instance was called with before. */
-  append(sessionId: string, event: Event): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      const queued = { event: encodeSdkEvent(event, { sessionId }), resolve, reject };
+  async append(sessionId: string, event: Event): Promise<number> {
+    const [seq] = await this.appendMany(sessionId, [event]);
+    return seq!;
+  }
+
+  /**
+   * Appends `events` together, all or nothing, at consecutive seqs; resolves to those seqs. An
+   * event the log refuses rejects the batch before any of it is sent.
+   */
+  appendMany(sessionId: string, events: readonly Event[]): Promise<number[]> {
+    return new Promise<number[]>((resolve, reject) => {
+      const encoded = events.map((event, index) => encodeSdkEvent(event, events.length > 1 ? { sessionId, index } : { sessionId }));
+      if (encoded.length === 0) {
+        resolve([]);
+        return;
+      }
+      const queued = { events: encoded, resolve, reject };
       const queue = this.queues.get(sessionId);
       if (queue !== undefined) {
         queue.push(queued);
@@ -127,16 +141,15 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     });
   }
 
-  /** Appends `events` together, all or nothing, at consecutive seqs; resolves to those seqs. */
-  appendMany(sessionId: string, events: readonly Event[]): Promise<number[]> {
-    return Promise.all(events.map((event) => this.append(sessionId, event)));
-  }
-
-  /** Stores a group of appends in one statement, then the group that gathered meanwhile. */
+  /** Stores a group of appends in one statement (in one transaction), then the group that gathered meanwhile. */
   private async send(sessionId: string, group: QueuedAppend[]): Promise<void> {
     try {
-      const seqs = await this.store.appendEncoded(sessionId, group.map((queued) => queued.event));
-      group.forEach((queued, index) => queued.resolve(seqs[index]!));
+      const seqs = await this.store.appendEncoded(sessionId, group.flatMap((queued) => queued.events));
+      let next = 0;
+      for (const queued of group) {
+        queued.resolve(seqs.slice(next, next + queued.events.length));
+        next += queued.events.length;
+      }
     } catch (error) {
       for (const queued of group) queued.reject(error);
     }

@@ -109,8 +109,8 @@ describe('appendMany', () => {
     const log = sessionLog();
     expect(await log.appendMany('batch', [pageIn(1), pageIn(2)])).toEqual([0, 1]);
     expect(await log.appendMany('batch', [])).toEqual([]);
-    const attempt = log.appendMany('batch', [pageIn(3), { kind: 'page_in', turn: 'four' }, pageIn(5)]);
-    await expect(attempt).rejects.toThrow(/session "batch", event #1: field "turn"/);
+    const attempt = log.appendMany('batch', [pageIn(3), { kind: '', turn: 4 }, pageIn(5)]);
+    await expect(attempt).rejects.toThrow(/session "batch", event #1: field "kind"/);
     expect(await log.appendMany('batch', [pageIn(3)])).toEqual([2]);
     expect((await log.read('batch')).map((entry) => entry.event.turn)).toEqual([1, 2, 3]);
   });
