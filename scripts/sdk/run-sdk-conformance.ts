@@ -79,12 +79,13 @@ async function buildOsAudit(workDir: string): Promise<string> {
 // ---------------------------------------------------------------------------------------------
 // a and b: the SDK's tests
 
-/** The tests of `swapped` that are not as they are with the SDK's own classes (`own`), or not passing when `own` is absent. */
+/**
+ * The tests that pass with the SDK's own classes (`own`; every test of `swapped` when absent)
+ * and do not pass, or do not run, with os-audit's.
+ */
 function regressions(swapped: Outcomes, own: Outcomes | undefined): string[] {
-  return [...swapped.keys()].filter((test) => {
-    const expected = own === undefined ? 'passed' : own.get(test);
-    return expected === 'passed' && swapped.get(test) !== 'passed';
-  });
+  const expected = [...(own ?? swapped)].filter(([, outcome]) => own === undefined || outcome === 'passed').map(([test]) => test);
+  return expected.filter((test) => swapped.get(test) !== 'passed');
 }
 
 /**
@@ -137,6 +138,8 @@ async function runSdkTests(workDir: string, swap: Swap, known: KnownDifferences)
   judgeRegressions('0.2.60', found, swapped, known['0.2.60']);
   const count = (report: JestReport, outcome: string) => [...report.outcomes.values()].filter((value) => value === outcome).length;
   const failingBoth = [...own.outcomes].filter(([test, outcome]) => outcome !== 'passed' && swapped.outcomes.get(test) !== 'passed').length;
+  const onlySwapped = [...swapped.outcomes.keys()].filter((test) => !own.outcomes.has(test));
+  for (const test of onlySwapped) say(`   only in the swapped run: ${test} (${swapped.outcomes.get(test)})`);
   say(
     `b. SDK v0.2.60 suite: ${count(own, 'passed')} of ${own.outcomes.size} pass with its own classes (${own.seconds.toFixed(1)} s), ` +
       `${count(swapped, 'passed')} of ${swapped.outcomes.size} with os-audit's (${swapped.seconds.toFixed(1)} s); ` +
@@ -166,7 +169,7 @@ async function checkSuiteDatabase(database: ScratchDatabase, recordDir: string, 
   for (const refused of stored.refused) fail(`an append was refused: ${refused.session}: ${refused.error} (${refused.text})`);
   for (const difference of stored.differences) fail(`stored events: ${difference}`);
   say(
-    `c. the swapped runs appended ${stored.appends} events to ${stored.sessions} sessions: ${stored.appends - stored.refused.length - stored.differences.length} stored exactly, ` +
+    `c. the swapped runs appended ${stored.appends} events to ${stored.sessions} sessions: ${stored.storedExactly} stored exactly, ` +
       `${stored.refused.length} refused, ${stored.differences.length} differences`,
   );
   await checkSnapshots('the swapped runs', database, rebuild);

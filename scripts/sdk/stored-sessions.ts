@@ -24,6 +24,8 @@ import { sdkCopy } from './sdk-jest.js';
 export interface StoredAppendsReport {
   appends: number;
   sessions: number;
+  /** Appends whose event is stored at their seq as the very text handed over. */
+  storedExactly: number;
   /** Appends the log refused (the SDK's own logs refuse none). */
   refused: RecordedAppend[];
   /** Appends not stored as recorded, and events stored that no append recorded. */
@@ -55,11 +57,13 @@ export async function checkRecordedAppends(db: Kysely<DB>, recordDir: string): P
   }
   const store = new EventStore(db);
   const differences: string[] = [];
+  let storedExactly = 0;
   for (const [sessionId, recorded] of bySession) {
     const stored = new Map<number, string>();
     for await (const event of store.readSessionText(sessionId)) stored.set(event.seq, event.text);
     for (const [seq, text] of recorded) {
-      if (stored.get(seq) !== text) differences.push(`${sessionId} seq ${seq}: stored ${stored.get(seq) ?? 'nothing'}, appended ${text}`);
+      if (stored.get(seq) === text) storedExactly += 1;
+      else differences.push(`${sessionId} seq ${seq}: stored ${stored.get(seq) ?? 'nothing'}, appended ${text}`);
     }
     for (const seq of stored.keys()) if (!recorded.has(seq)) differences.push(`${sessionId} seq ${seq}: stored, but no append recorded it`);
   }
@@ -67,7 +71,7 @@ export async function checkRecordedAppends(db: Kysely<DB>, recordDir: string): P
   for (const { session_id } of storedSessions) {
     if (!bySession.has(session_id)) differences.push(`${session_id}: stored, but no append recorded it`);
   }
-  return { appends: appends.length, sessions: bySession.size, refused, differences };
+  return { appends: appends.length, sessions: bySession.size, storedExactly, refused, differences };
 }
 
 // ---------------------------------------------------------------------------------------------
