@@ -111,7 +111,7 @@ export class PostgresKernelJournal {
 
   constructor(
     private readonly db: Kysely<DB>,
-    options: { errors?: JournalErrorClasses } = {},
+    options: { errors?: JournalErrorClasses | undefined } = {},
   ) {
     this.errors = options.errors ?? { JournalCasConflictError, JournalIntegrityError, JournalIoError };
   }

@@ -6,7 +6,7 @@ import type { JsonValue } from '../json/json-value.js';
 import { type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../store/encode-event.js';
 import type { EventOrigin } from '../store/invalid-event-error.js';
 import { EventStore } from '../store/event-store.js';
-import { PostgresKernelJournal } from './postgres-kernel-journal.js';
+import { type JournalErrorClasses, PostgresKernelJournal } from './postgres-kernel-journal.js';
 import type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } from './session-log.js';
 
 /**
@@ -39,6 +39,12 @@ export interface PostgresSessionLogOptions {
   values?: 'plain' | 'exact';
   /** The kinds of each kernel primitive, for `read`'s `primitiveFilter`; default {@link KERNEL_PRIMITIVES_V0_2_60}. */
   primitives?: KernelPrimitiveKinds;
+  /**
+   * The error classes {@link PostgresSessionLog.kernelJournal} throws: the SDK's own
+   * (`JournalCasConflictError`, …), for code that tests `instanceof` against them. By default
+   * os-audit's, which carry the same names (the runtime tells them apart by name).
+   */
+  journalErrors?: JournalErrorClasses;
 }
 
 /** One append (of one or more events, stored together) waiting for its turn, with what to tell its caller. */
@@ -97,7 +103,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     options: PostgresSessionLogOptions = {},
   ) {
     this.store = new EventStore(db);
-    this.kernelJournal = new PostgresKernelJournal(db);
+    this.kernelJournal = new PostgresKernelJournal(db, { errors: options.journalErrors });
     const exact = options.values === 'exact';
     this.parse = (exact ? parseJson : JSON.parse) as (text: string) => Event;
     this.encode = exact ? (event, origin) => encodeEventValue(event as unknown as JsonValue, origin) : encodeSdkEvent;
