@@ -174,17 +174,17 @@ export interface StoredEventSql {
 }
 
 /**
- * The SQL twin of {@link readEvent}: a subquery for `LEFT JOIN LATERAL … ON true` over a
- * stored event (see {@link StoredEventSql}), with a column `problem` (null when the event can
- * be read) and one typed column per field named in `reads`: `bigint` for a u32, `numeric` for
- * a u64, `text`, `text[]`; no row (nulls, through the outer join) for an event of another kind. The payload is parsed once, and only for the kinds in `reads`. Where the payload
+ * The SQL twin of {@link readEvent}: a subquery for `CROSS JOIN LATERAL` over a stored event
+ * (see {@link StoredEventSql}), with a column `problem` (null when the event can be read) and
+ * one typed column per field named in `reads`: `bigint` for a u32, `numeric` for a u64,
+ * `text`, `text[]`; all null for an event of another kind. The payload is parsed once, and only for the kinds in `reads`. Where the payload
  * is a readable stand-in (`payload_text` is set), an object in place of a string is a string
  * SQL cannot hold.
  *
  * @example
  * ```ts
  * const event = { kind: sql`e.kind`, payload: sql`e.payload`, standIn: sql<boolean>`e.payload_text IS NOT NULL` };
- * sql`SELECT e.seq, r.problem, r.turn FROM session_events e LEFT JOIN LATERAL ${readFieldsSql(reads, event)} AS r ON true`
+ * sql`SELECT e.seq, r.problem, r.turn FROM session_events e CROSS JOIN LATERAL ${readFieldsSql(reads, event)} AS r`
  * ```
  */
 export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: StoredEventSql): RawBuilder<unknown> {
@@ -210,14 +210,14 @@ export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: Sto
   });
   const columns = sql.join(names.map((name) => sql`${sql.id(name)} json`));
   const kindList = sql.join(kinds.map((k) => sql.lit(k)));
-  // Gated by the kind, so that an event of another kind costs one comparison, not a parse.
+  // The kind gates the parse inside the call: a condition beside it, the planner would check
+  // only after parsing.
   return sql`(
     SELECT CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}
     FROM (
       SELECT r.*, ${sql.join(typeProblems)}
-      FROM json_to_record(${payload}) AS r(${columns})
+      FROM json_to_record(CASE WHEN ${kind} IN (${kindList}) THEN ${payload} END) AS r(${columns})
     ) AS r
-    WHERE ${kind} IN (${kindList})
   )`;
 }
 

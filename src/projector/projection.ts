@@ -68,7 +68,7 @@ export function eventBatchOf(projection: Projection, events: RawBuilder<unknown>
   return {
     events: sql`(SELECT e.session_id, e.seq, e.kind, e.recorded_at, r.* FROM ${events} AS e
       CROSS JOIN LATERAL ${readFieldsSql(projection.reads, { kind: sql`e.kind`, payload: sql`e.payload`, standIn: sql`e.payload_text IS NOT NULL` })} AS r
-      WHERE r.problem IS NULL)`,
+      WHERE e.kind IN (${kinds}) AND r.problem IS NULL)`,
     sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${countersSql(projection)} FROM ${events} AS e GROUP BY session_id)`,
   };
 }

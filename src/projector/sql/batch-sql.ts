@@ -146,20 +146,27 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
         WHERE s.needs_log AND s.blocked_seq IS NULL
           AND NOT EXISTS (SELECT FROM batch_window AS w WHERE w.session_id = e.session_id AND w.seq = e.seq)
       ) AS b
-      LEFT JOIN LATERAL ${readFieldsSql(projection.reads, { kind: sql`b.kind`, payload: sql`b.payload`, standIn: sql`b.stand_in` })} AS r ON true
+      CROSS JOIN LATERAL ${readFieldsSql(projection.reads, { kind: sql`b.kind`, payload: sql`b.payload`, standIn: sql`b.stand_in` })} AS r
     ),
-    -- Where each session stops: its first missing seq, or its first unreadable event.
+    -- Where each session stops: its first missing seq, or its first unreadable event. One pass
+    -- over the rows keeps the few that matter: those of sessions completed from the log (where
+    -- a hole can be) and the unreadable ones.
     batch_stops AS MATERIALIZED (
       SELECT DISTINCT ON (session_id) session_id, seq, position, kind, reason, problem
       FROM (
-        SELECT session_id, prev_seq + rank AS seq, NULL::bigint AS position, NULL::text AS kind, 'hole' AS reason,
-               format('seq %s is missing from the log (the next stored event is seq %s)', prev_seq + rank, seq) AS problem
-        FROM (SELECT session_id, seq, prev_seq, row_number() OVER (PARTITION BY session_id ORDER BY seq) AS rank
-              FROM batch_read WHERE needs_log) AS numbered
-        WHERE seq <> prev_seq + rank
-        UNION ALL
-        SELECT session_id, seq, position, kind, 'unreadable', problem FROM batch_read
-        WHERE problem IS NOT NULL AND NOT ${skipInvalid}
+        SELECT session_id,
+          CASE WHEN needs_log AND seq <> prev_seq + rank THEN prev_seq + rank ELSE seq END AS seq,
+          CASE WHEN needs_log AND seq <> prev_seq + rank THEN NULL ELSE position END AS position,
+          CASE WHEN needs_log AND seq <> prev_seq + rank THEN NULL ELSE kind END AS kind,
+          CASE WHEN needs_log AND seq <> prev_seq + rank THEN 'hole' ELSE 'unreadable' END AS reason,
+          CASE WHEN needs_log AND seq <> prev_seq + rank
+               THEN format('seq %s is missing from the log (the next stored event is seq %s)', prev_seq + rank, seq)
+               ELSE problem END AS problem
+        FROM (
+          SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY seq) AS rank FROM batch_read
+          WHERE needs_log OR (problem IS NOT NULL AND NOT ${skipInvalid})
+        ) AS candidates
+        WHERE (needs_log AND seq <> prev_seq + rank) OR (problem IS NOT NULL AND NOT ${skipInvalid})
       ) AS stops
       ORDER BY session_id, seq
     ),
@@ -169,14 +176,19 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       SELECT b.* FROM batch_read AS b
       WHERE NOT EXISTS (SELECT FROM batch_stops AS s WHERE s.session_id = b.session_id AND b.seq >= s.seq)
     ),
-    batch_applied AS MATERIALIZED (SELECT count(*) AS applied FROM batch_folded WHERE problem IS NULL),
     -- Each session that folded events or stopped: it moves to its last folded seq (the one
     -- before its stop, when it folded nothing).
     batch_moved_sessions AS MATERIALIZED (
-      SELECT coalesce(p.session_id, t.session_id) AS session_id, coalesce(p.last_seq, t.seq - 1) AS last_seq, ${counterColumns(projection)}
-      FROM (SELECT session_id, max(seq) AS last_seq, ${countersSql(projection, sql`problem IS NULL`)} FROM batch_folded GROUP BY session_id) AS p
+      SELECT coalesce(p.session_id, t.session_id) AS session_id, coalesce(p.last_seq, t.seq - 1) AS last_seq,
+             coalesce(p.applied, 0) AS applied, ${counterColumns(projection)}
+      FROM (
+        SELECT session_id, max(seq) AS last_seq, count(*) FILTER (WHERE problem IS NULL) AS applied,
+               ${countersSql(projection, sql`problem IS NULL`)}
+        FROM batch_folded GROUP BY session_id
+      ) AS p
       FULL JOIN batch_stops AS t ON t.session_id = p.session_id
     ),
+    batch_applied AS MATERIALIZED (SELECT coalesce(sum(applied), 0)::bigint AS applied FROM batch_moved_sessions),
     ${projection.foldSql({ events, sessions })},
     batch_blocked AS (
       INSERT INTO projection_blocked_sessions AS b (projection, session_id, seq, position, kind, reason, problem)
