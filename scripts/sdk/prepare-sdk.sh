@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares the deepstrike Node SDK at both versions the conformance tests run against
 # (test/sdk/, scripts/sdk/run-sdk-conformance.ts), from the tarballs in ../shared/deepstrike-sdk:
-#   .sdk/0.2.36/node   the seed's SDK (commit 5c2a79c): its session-log tests and its snapshot fold
+#   .sdk/0.2.36/node   the seed's SDK (commit 5c2a79c): its session-log tests, its snapshot fold, its declarations
 #   .sdk/0.2.60/node   SDK v0.2.60, built, with the native core it loads from crates/deepstrike-node
 # Needs the npm registry and nothing else from outside. Idempotent: a version whose tarball and
 # recipe have not changed since it was prepared is left as it is. Quiet unless something fails.
@@ -13,7 +13,7 @@ sdk_root="$repo/.sdk"
 # The one build of the native core the registry has; 0.2.60 runs on it (README of the tarballs).
 core_package="@deepstrike/core-linux-x64-gnu@0.2.73"
 # Part of every stamp: a change to this recipe prepares again.
-recipe="3 $core_package"
+recipe="4 $core_package"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -71,7 +71,13 @@ build_sdk() {
   quietly npx tsc
 }
 
+# Its declarations only (0.2.36 does not build whole without its core), for the type check of
+# test/sdk/sdk-types.spec.ts.
+declare_sdk() {
+  quietly npx tsc --declaration --emitDeclarationOnly --outDir decl
+}
+
 mkdir -p "$sdk_root"
 fetch_core
-prepare_version 0.2.36 deepstrike-node-5c2a79c.tar.gz
+prepare_version 0.2.36 deepstrike-node-5c2a79c.tar.gz declare_sdk
 prepare_version 0.2.60 deepstrike-node-v0.2.60.tar.gz install_core build_sdk
