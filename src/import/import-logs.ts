@@ -443,14 +443,7 @@ async function* linesOf(input: Readable, name: string) {
 
 /** A line's envelope, checked, with the source text of its `event` (stored as it is when it can be). */
 function parseEnvelope(text: string, origin: EventOrigin, fields: readonly string[]): { envelope: JsonObject; eventText: string | undefined } {
-  let value;
-  let eventText;
-  try {
-    ({ value, memberText: eventText } = parseJsonKeepingMember(text, 'event'));
-  } catch (error) {
-    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
-    throw error;
-  }
+  const { value, memberText: eventText } = InvalidEventError.parsing(() => parseJsonKeepingMember(text, 'event'), origin);
   const shape = () => `{${fields.map((field) => JSON.stringify(field)).join(', ')}}`;
   if (!isJsonObject(value)) throw new InvalidEventError(origin, `expected a JSON object ${shape()}`);
   for (const field of fields) {

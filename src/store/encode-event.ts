@@ -1,7 +1,7 @@
 import { EventValidationError, validateEvent } from '../events/validate-event.js';
 import { compactJson, nestsDeeperThan } from '../json/json-text.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
-import { JsonParseError, MAX_JSON_DEPTH, parseJson, TOO_DEEP_MESSAGE } from '../json/parse-json.js';
+import { MAX_JSON_DEPTH, parseJson, TOO_DEEP_MESSAGE } from '../json/parse-json.js';
 import { hasUnstorableChar, mayHoldUnreadableEscape, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
@@ -48,7 +48,7 @@ export interface EncodeOptions {
  * ```
  */
 export function encodeEventText(text: string, origin: EventOrigin, options: EncodeOptions = {}, value?: JsonValue): EncodedEvent {
-  const event = checkEvent(value ?? parseEvent(text, origin), origin, options);
+  const event = checkEvent(value ?? InvalidEventError.parsing(() => parseJson(text), origin), origin, options);
   return encoded(event, compactJson(text));
 }
 
@@ -104,14 +104,6 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
   return { kind: kind as string, turn: u32OrNull((event as { turn?: unknown }).turn), payload: text, payloadText: null };
 }
 
-function parseEvent(text: string, origin: EventOrigin): JsonValue {
-  try {
-    return parseJson(text);
-  } catch (error) {
-    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
-    throw error;
-  }
-}
 
 /** The event as an object with a non-empty string kind (and, under `strict`, the Rust core's shape). */
 function checkEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions): JsonObject {

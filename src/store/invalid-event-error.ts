@@ -1,5 +1,5 @@
 import type { EventValidationError } from '../events/validate-event.js';
-import type { JsonParseError } from '../json/parse-json.js';
+import { JsonParseError } from '../json/parse-json.js';
 
 /** Where a rejected event came from, for the error message. */
 export interface EventOrigin {
@@ -35,6 +35,24 @@ export class InvalidEventError extends Error {
   static fromJsonParse(origin: EventOrigin, error: JsonParseError): InvalidEventError {
     const reason = error.code === 'too_deep' ? error.message : `invalid JSON: ${error.message}`;
     return new InvalidEventError(origin, reason, { cause: error });
+  }
+
+  /**
+   * The value of `parse`, or the {@link fromJsonParse} error at `origin` when it refuses the
+   * text (`origin` may take the refusal, for its line).
+   *
+   * @example
+   * ```ts
+   * const value = InvalidEventError.parsing(() => parseJson(line), { file: 'a.jsonl', line: 3 });
+   * ```
+   */
+  static parsing<T>(parse: () => T, origin: EventOrigin | ((error: JsonParseError) => EventOrigin)): T {
+    try {
+      return parse();
+    } catch (error) {
+      if (!(error instanceof JsonParseError)) throw error;
+      throw InvalidEventError.fromJsonParse(typeof origin === 'function' ? origin(error) : origin, error);
+    }
   }
 }
 

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { LogWriter } from '../../import/log-writer.js';
 import { InvalidUtf8Error, readLines } from '../../import/read-lines.js';
 import type { JsonValue } from '../../json/json-value.js';
-import { JsonParseError, MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
+import { MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
 import { ConcurrencyError } from '../../store/concurrency-error.js';
 import { checkSessionId, encodeEventText } from '../../store/encode-event.js';
 import { EventStore } from '../../store/event-store.js';
@@ -83,7 +83,7 @@ async function* readBareEvents(
           continue;
         }
         const origin = { file: name, line: line.lineNumber, sessionId };
-        yield { text: line.text, value: parseLine(line.text, origin), origin };
+        yield { text: line.text, value: InvalidEventError.parsing(() => parseJson(line.text), origin), origin };
       }
     }
   } catch (error) {
@@ -103,13 +103,7 @@ interface ArrayText {
 
 function* eventsOfArray(array: ArrayText, name: string, sessionId: string) {
   const inputLine = (lineInText: number) => array.lineNumbers[Math.min(lineInText, array.lineNumbers.length) - 1];
-  let parsed;
-  try {
-    parsed = parseJsonArrayKeepingItems(array.text);
-  } catch (error) {
-    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse({ file: name, line: inputLine(error.line), sessionId }, error);
-    throw error;
-  }
+  const parsed = InvalidEventError.parsing(() => parseJsonArrayKeepingItems(array.text), (error) => ({ file: name, line: inputLine(error.line), sessionId }));
   if ('notAnArray' in parsed) throw new InvalidEventError({ file: name, sessionId }, 'expected a JSON array of events');
   let lineInText = 1;
   let scanned = 0;
@@ -119,14 +113,6 @@ function* eventsOfArray(array: ArrayText, name: string, sessionId: string) {
   }
 }
 
-function parseLine(text: string, origin: EventOrigin): JsonValue {
-  try {
-    return parseJson(text);
-  } catch (error) {
-    if (error instanceof JsonParseError) throw InvalidEventError.fromJsonParse(origin, error);
-    throw error;
-  }
-}
 
 function rethrowAsCliError(error: unknown): never {
   if (error instanceof InvalidEventError || error instanceof ConcurrencyError) {
