@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { encodeEventText } from '../src/store/encode-event.js';
 
 /**
  * The log keeps every event as the runtime wrote it, and a session the snapshot cannot read
@@ -17,16 +18,43 @@ import { type Kysely, sql } from 'kysely';
  * - `projection_blocked_sessions`: a session a projection stopped at an event it cannot read, at
  *   a hole in its log, or where its fold failed in SQL; every other session goes on.
  * - The snapshot's field checks move out of the database into the projection's own SQL.
+ *
+ * Events stored before keep what jsonb kept of them: their values, keys in jsonb's order,
+ * number text normalized. `session_events_stored_as_jsonb` says which they are, so that a
+ * re-import compares them by value (`find-first-mismatch.ts`). The few whose exact text was
+ * kept beside them (`payload_text`) are stored again from it as the store writes events now.
+ * The OS snapshot is folded again from the start: the rules it reads events by changed.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     ALTER TABLE session_events
-      ALTER COLUMN payload TYPE json USING coalesce(payload_text, payload::text)::json,
+      ALTER COLUMN payload TYPE json USING payload::text::json,
       DROP COLUMN validated`.execute(db);
-  // Old rows whose payload_text was set hold U+FFFD in payload and keep it: readable by SQL.
+  await storeExactTextsAgain(db);
   await sql`
     ALTER TABLE session_events
       ADD CONSTRAINT session_events_payload_kind CHECK (coalesce(payload ->> 'kind' = kind, false))`.execute(db);
+  // The ALTER TABLE above holds the table's lock: no event is being written meanwhile.
+  await sql`
+    CREATE TABLE session_events_stored_as_jsonb (through_position bigint NOT NULL)`.execute(db);
+  await sql`
+    INSERT INTO session_events_stored_as_jsonb SELECT coalesce(max(position), 0) FROM session_events`.execute(db);
+  await sql`
+    CREATE FUNCTION os_audit_same_json_value(a json, b json) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE AS $$
+    BEGIN
+      RETURN a::jsonb = b::jsonb;
+    EXCEPTION WHEN others THEN
+      RETURN false; -- a number beyond numeric: not the value of an event stored as jsonb
+    END
+    $$`.execute(db);
+  await sql`GRANT SELECT ON session_events_stored_as_jsonb TO os_audit_writer`.execute(db);
+  await sql`GRANT EXECUTE ON FUNCTION os_audit_same_json_value(json, json) TO os_audit_writer`.execute(db);
+  await sql`TRUNCATE os_snapshots, os_processes, os_signals, os_budget_exceeded`.execute(db);
+  await sql`DELETE FROM projection_errors WHERE projection = 'os_snapshot'`.execute(db);
+  await sql`
+    UPDATE projection_checkpoints SET transaction_id = '0', position = 0, events_applied = 0, last_error = NULL, last_error_at = NULL
+    WHERE projection = 'os_snapshot'`.execute(db);
 
   await sql`
     ALTER TABLE os_processes
@@ -98,6 +126,46 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   await sql`GRANT SELECT ON os_blocked_sessions TO os_audit_reader, os_audit_projector`.execute(db);
   await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON projection_blocked_sessions TO os_audit_projector`.execute(db);
+}
+
+/**
+ * Events whose exact text was kept in `payload_text` (their jsonb held U+FFFD for a character
+ * it cannot hold, or a number beyond numeric as a string): stored again from that text as
+ * `encodeEventText` stores events now. The table's triggers refuse updates of history; this
+ * is the one update a migration makes, so they are off around it.
+ */
+async function storeExactTextsAgain(db: Kysely<unknown>): Promise<void> {
+  const { rows: keys } = await sql<{ session_id: string; seq: string }>`
+    SELECT session_id, seq FROM session_events WHERE payload_text IS NOT NULL ORDER BY session_id, seq`.execute(db);
+  if (keys.length === 0) return;
+  await sql`ALTER TABLE session_events DISABLE TRIGGER session_events_refuse_update_delete`.execute(db);
+  for (let start = 0; start < keys.length; start += 1000) {
+    const chunk = keys.slice(start, start + 1000);
+    const { rows } = await sql<{ session_id: string; seq: string; payload_text: string }>`
+      SELECT e.session_id, e.seq, e.payload_text
+      FROM unnest(${chunk.map((key) => key.session_id)}::text[], ${chunk.map((key) => key.seq)}::bigint[]) AS k(session_id, seq)
+      JOIN session_events AS e USING (session_id, seq)`.execute(db);
+    const encoded = rows.map((row) => reencoded(row.payload_text, row.session_id, Number(row.seq)));
+    await sql`
+      UPDATE session_events AS e SET payload = coalesce(u.payload::json, e.payload), payload_text = u.payload_text
+      FROM unnest(${rows.map((row) => row.session_id)}::text[], ${rows.map((row) => row.seq)}::bigint[],
+                  ${encoded.map((event) => event.payload)}::text[], ${encoded.map((event) => event.payloadText)}::text[])
+           AS u(session_id, seq, payload, payload_text)
+      WHERE e.session_id = u.session_id AND e.seq = u.seq`.execute(db);
+  }
+  await sql`ALTER TABLE session_events ENABLE ALWAYS TRIGGER session_events_refuse_update_delete`.execute(db);
+}
+
+/**
+ * The row of an event as the store writes it now; one the store would refuse now (nested
+ * deeper than it takes) keeps what it had, a payload SQL reads and its exact text.
+ */
+function reencoded(exactText: string, sessionId: string, seq: number): { payload: string | null; payloadText: string | null } {
+  try {
+    return encodeEventText(exactText, { sessionId, seq });
+  } catch {
+    return { payload: null, payloadText: exactText };
+  }
 }
 
 export async function down(): Promise<void> {

@@ -243,6 +243,10 @@ export interface SessionEvents {
   turn: Exact.Int8 | null;
 }
 
+export interface SessionEventsStoredAsJsonb {
+  through_position: Exact.Int8;
+}
+
 export interface Sessions {
   first_recorded_at: Generated<Timestamp>;
   last_recorded_at: Generated<Timestamp>;
@@ -273,5 +277,6 @@ export interface DB {
   projection_errors: ProjectionErrors;
   projection_leases: ProjectionLeases;
   session_events: SessionEvents;
+  session_events_stored_as_jsonb: SessionEventsStoredAsJsonb;
   sessions: Sessions;
 }
