@@ -22,24 +22,33 @@ export interface FoldedSnapshot {
 
 /**
  * A session's snapshot as the SQL tables hold it (through the view `os_snapshot_json`), or
- * `undefined` when the projector has not reached the session.
+ * `undefined` when the projector has not reached the session. A session stopped before its
+ * first event was folded has the empty snapshot.
+ *
+ * @example
+ * ```ts
+ * const stored = await readSqlOsSnapshot(db, 'session-1');
+ * if (stored?.stopped) console.log(`folded through seq ${stored.lastSeq}, stopped: ${stored.stopped.problem}`);
+ * ```
  */
 export async function readSqlOsSnapshot(db: Kysely<DB>, sessionId: string): Promise<FoldedSnapshot | undefined> {
   const row = await db
-    .selectFrom('os_snapshot_json as j')
-    .innerJoin('os_snapshots as s', 's.session_id', 'j.session_id')
+    .selectFrom('sessions as h')
+    .leftJoin('os_snapshot_json as j', 'j.session_id', 'h.session_id')
+    .leftJoin('os_snapshots as s', 's.session_id', 'h.session_id')
     .leftJoin('projection_blocked_sessions as b', (join) =>
-      join.onRef('b.session_id', '=', 's.session_id').on('b.projection', '=', OS_SNAPSHOT_PROJECTION),
+      join.onRef('b.session_id', '=', 'h.session_id').on('b.projection', '=', OS_SNAPSHOT_PROJECTION),
     )
-    .select([sql<string>`j.snapshot::text`.as('json'), 's.last_seq', 'b.seq as stop_seq', 'b.position', 'b.kind', 'b.reason', 'b.problem'])
-    .where('j.session_id', '=', sessionId)
+    .select([sql<string | null>`j.snapshot::text`.as('json'), 's.last_seq', 'b.seq as stop_seq', 'b.position', 'b.kind', 'b.reason', 'b.problem'])
+    .where('h.session_id', '=', sessionId)
     .executeTakeFirst();
-  if (row === undefined) return undefined;
+  if (row === undefined || (row.json === null && row.stop_seq === null)) return undefined;
   const stopped =
     row.stop_seq === null
       ? null
       : { seq: row.stop_seq, position: row.position, kind: row.kind, reason: row.reason as SessionStop['reason'], problem: row.problem! };
-  return { snapshot: parseOsSnapshot(row.json), lastSeq: row.last_seq, stopped };
+  if (row.json === null) return { snapshot: emptyOsSnapshot(), lastSeq: -1, stopped };
+  return { snapshot: parseOsSnapshot(row.json), lastSeq: row.last_seq!, stopped };
 }
 
 /** Positions of the session's events that `--skip-invalid` set aside (the projection did not fold them). */

@@ -24,8 +24,8 @@ export interface EventBatchSql {
  *
  * The projector reads new events in batches, each session's events in seq order continuing
  * where the projection left it; it reads the fields the projection names, stops a session at
- * an event the projection cannot read (or at a hole in its log), and hands the projection the
- * rest to fold into its own tables.
+ * an event the projection cannot read, at a hole in its log, or where the projection's SQL
+ * fails on its events, and hands the projection the rest to fold into its own tables.
  */
 export interface Projection {
   /** The name of its checkpoint, lease, blocked sessions and set-aside events. */
@@ -55,7 +55,8 @@ export interface Projection {
 /**
  * A relation of stored events (`session_id`, `seq`, `kind`, `recorded_at`, `payload`, `payload_text`) as a
  * whole batch for `projection`: each event's fields read (an unreadable one left out, without
- * stopping its session), its sessions grouped from it. The set-based projection of everything (the benchmark's limit) folds the whole log so.
+ * stopping its session), its sessions grouped from it. The set-based projection of everything
+ * (the benchmark's limit) folds the whole log so.
  *
  * @example
  * ```ts

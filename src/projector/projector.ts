@@ -11,7 +11,8 @@ import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
-import { type BatchResult, isDataError, runBatch, stopSessionFailingTheFold } from './run-batch.js';
+import { type BatchConnection, kyselyConnection, pgClientConnection } from './batch-connection.js';
+import { type BatchResult, runBatchStoppingFailures } from './run-batch.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
 /**
@@ -47,7 +48,7 @@ export type ProjectorEvent =
   | { type: 'leader'; owner: string; epoch: number }
   | { type: 'standby'; owner: string; reason: string }
   | { type: 'batch'; result: BatchResult; durationMs: number }
-  /** A batch stopped sessions: at an event the projection cannot read, or at a hole in the log. */
+  /** A batch stopped sessions: at an event the projection cannot read, at a hole in the log, or where its SQL failed on their events. */
   | { type: 'sessions_stopped'; sessions: StoppedSession[]; count: number }
   | { type: 'retry'; error: Error; delayMs: number }
   | { type: 'waiting'; reason: string }
@@ -111,24 +112,16 @@ export class Projector {
     if (held === null) throw new LeaseLostError(this.projection.name, this.lease.owner, 0);
     const started = performance.now();
     try {
+      const run = (connection: BatchConnection) => runBatchStoppingFailures(this.db, this.projection, held, this.options, connection);
       const result =
         poolOf(this.db) === undefined
-          ? await runBatch(this.db, this.projection, held, this.options)
+          ? await this.db.connection().execute((db) => run(kyselyConnection(db, { inTransaction: false })))
           : await withPinnedConnection(this.db, async ({ client }) => {
               if (!this.readyConnections.has(client)) {
                 await client.query('SET jit = off');
                 this.readyConnections.add(client);
               }
-              for (;;) {
-                try {
-                  return await runBatch(this.db, this.projection, held, this.options, client);
-                } catch (error) {
-                  // The projection's SQL failed on some event: stop that session, and go on with the others.
-                  if (!isDataError(error)) throw error;
-                  const stopped = await stopSessionFailingTheFold(client, this.db, this.projection, held, this.options, error);
-                  this.emit({ type: 'sessions_stopped', sessions: [stopped], count: 1 });
-                }
-              }
+              return run(pgClientConnection(client));
             });
       if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });

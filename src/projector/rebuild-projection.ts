@@ -1,11 +1,12 @@
 import { hostname } from 'node:os';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { type Checkpoint, LOG_START } from './checkpoint.js';
 import { Lease } from './lease.js';
 import type { Projection } from './projection.js';
 import { DEFAULT_BATCH_SIZE } from './projector.js';
-import { runBatch } from './run-batch.js';
+import { kyselyConnection } from './batch-connection.js';
+import { runBatchStoppingFailures } from './run-batch.js';
 
 export interface RebuildOptions {
   batchSize?: number;
@@ -18,7 +19,7 @@ export interface RebuildOptions {
 export interface RebuildReport {
   eventsApplied: number;
   skipped: number;
-  /** Sessions stopped at an event the projection cannot read, or at a hole in their log. */
+  /** Sessions stopped: at an event the projection cannot read, at a hole in their log, or where its SQL failed on their events. */
   stopped: number;
   checkpoint: Checkpoint;
 }
@@ -30,7 +31,8 @@ const REBUILD_LEASE_TTL_MS = 60_000;
  * Folds a projection again from the start of the log, in one transaction: readers keep seeing
  * the old tables until it commits, then the new ones, never a half-built state. It seizes the
  * lease (a running daemon is fenced out and waits), and gives it back when done. Stopped
- * sessions and set-aside events are cleared first, and found again as the log is folded.
+ * sessions and set-aside events are cleared first, and found again as the log is folded; a
+ * session whose events make the projection's SQL fail stops alone here too.
  *
  * @example
  * ```ts
@@ -50,12 +52,10 @@ export async function rebuildProjection(db: Kysely<DB>, projection: Projection, 
       .where('projection', '=', projection.name)
       .execute();
     const report: RebuildReport = { eventsApplied: 0, skipped: 0, stopped: 0, checkpoint: LOG_START };
+    const connection = kyselyConnection(trx, { inTransaction: true });
+    const batchOptions = { batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE, skipInvalid: options.skipInvalid ?? false, leaseTtlMs: REBUILD_LEASE_TTL_MS };
     for (;;) {
-      const batch = await runBatch(trx, projection, held, {
-        batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
-        skipInvalid: options.skipInvalid ?? false,
-        leaseTtlMs: REBUILD_LEASE_TTL_MS,
-      });
+      const batch = await runBatchStoppingFailures(trx, projection, held, batchOptions, connection);
       if (batch.windowCount === 0) break;
       report.eventsApplied += batch.eventsApplied;
       report.skipped += batch.skipped;
@@ -64,6 +64,8 @@ export async function rebuildProjection(db: Kysely<DB>, projection: Projection, 
       options.onProgress?.(report.eventsApplied);
     }
     await lease.release(held);
+    // Batches commit without waiting for the WAL flush (derived data); a rebuild reported done is durable.
+    await sql`SET LOCAL synchronous_commit = on`.execute(trx);
     return report;
   });
 }

@@ -1,7 +1,7 @@
-import { CompiledQuery, type Kysely } from 'kysely';
-import type pg from 'pg';
 import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { atomically, type BatchConnection, kyselyConnection, undone } from './batch-connection.js';
 import type { Checkpoint } from './checkpoint.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
@@ -53,100 +53,141 @@ function compiledBatch(db: Kysely<DB>, projection: Projection): CompiledBatch {
 }
 
 /**
- * Runs one batch of a projection (see `batchSql`): one statement, exactly once. On a
- * connection of its own (`client`) the statement is prepared once and planned once; otherwise
- * (inside a transaction: a rebuild) it is sent as it is.
+ * Runs one batch of a projection (see `batchSql`): one statement, exactly once, on
+ * `connection` (by default `db` itself, which must then not be inside a transaction), where it
+ * is prepared once and planned once when the driver allows.
  *
  * Throws `LeaseLostError` when the lease is gone and {@link CheckpointMovedError} when another
  * writer moved the checkpoint first; nothing of the batch is kept then.
+ *
+ * @example
+ * ```ts
+ * const result = await runBatch(db, osSnapshotProjection, held, { batchSize: 50_000, skipInvalid: false, leaseTtlMs: 5000 });
+ * ```
  */
 export async function runBatch(
   db: Kysely<DB>,
   projection: Projection,
   held: HeldLease,
   options: BatchOptions,
-  client?: pg.ClientBase,
+  connection: BatchConnection = kyselyConnection(db, { inTransaction: false }),
 ): Promise<BatchResult> {
   const compiled = compiledBatch(db, projection);
   const values = batchParameters({ owner: held.owner, epoch: held.epoch, leaseTtlMs: options.leaseTtlMs, limit: options.batchSize, skipInvalid: options.skipInvalid });
   let outcome: BatchOutcome;
   try {
-    outcome =
-      client === undefined
-        ? (await db.executeQuery<BatchOutcome>(CompiledQuery.raw(compiled.text, values))).rows[0]!
-        : (await client.query<BatchOutcome>({ name: compiled.name, text: compiled.text, values })).rows[0]!;
+    [outcome] = (await connection.query<BatchOutcome>(compiled.text, values, compiled.name)) as [BatchOutcome];
   } catch (error) {
-    const message = (error as { message?: unknown }).message;
-    if (isRequirement(error) && typeof message === 'string') {
-      if (message.endsWith('the lease was lost')) throw new LeaseLostError(projection.name, held.owner, held.epoch);
-      throw new CheckpointMovedError(projection.name);
-    }
-    throw error;
+    throw unmetRequirement(error, projection, held) ?? error;
   }
+  // Number(): a database not opened by os-audit gives bigint columns as strings.
   return {
-    windowCount: outcome.window_count,
-    eventsApplied: outcome.applied,
-    skipped: outcome.skipped,
-    stoppedCount: outcome.stopped_count,
+    windowCount: Number(outcome.window_count),
+    eventsApplied: Number(outcome.applied),
+    skipped: Number(outcome.skipped),
+    stoppedCount: Number(outcome.stopped_count),
     stopped: outcome.stopped,
-    resumedCount: outcome.resumed_count,
+    resumedCount: Number(outcome.resumed_count),
     checkpoint:
       outcome.end_transaction_id === null || outcome.end_position === null
         ? undefined
-        : { transactionId: outcome.end_transaction_id, position: outcome.end_position },
+        : { transactionId: outcome.end_transaction_id, position: Number(outcome.end_position) },
   };
 }
 
-/** An `os_audit_require` that did not hold (SQLSTATE OA001). */
-function isRequirement(error: unknown): boolean {
-  return (error as { code?: unknown }).code === 'OA001';
-}
-
-/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): a fault of the data, or of the fold on it. */
-export function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
-}
-
 /**
- * After a batch failed on a data error (`error`): finds the first event of the window whose
- * batch fails (trying shorter windows, each rolled back, halving the length) and stops its
- * session at its first unfolded event with the error, so that the next batch passes it over
- * and every other session goes on. A fault of the projection's SQL, not of the log: the
- * in-memory fold does not stop there, and `verify` says so. Returns the stopped session.
+ * {@link runBatch}, and where the projection's SQL fails on some session's events (a data
+ * error), stops that session ({@link stopSessionFailingTheFold}) and runs the batch again, so
+ * that every other session goes on. The result counts the sessions stopped so, first.
  */
-export async function stopSessionFailingTheFold(
-  client: pg.ClientBase,
+export async function runBatchStoppingFailures(
   db: Kysely<DB>,
   projection: Projection,
   held: HeldLease,
   options: BatchOptions,
+  connection: BatchConnection,
+): Promise<BatchResult> {
+  const failed: StoppedSession[] = [];
+  for (;;) {
+    try {
+      const result = await atomically(connection, () => runBatch(db, projection, held, options, connection));
+      if (failed.length === 0) return result;
+      return { ...result, stoppedCount: failed.length + result.stoppedCount, stopped: [...failed, ...result.stopped] };
+    } catch (error) {
+      if (!isDataError(error)) throw error;
+      const stopped = await stopSessionFailingTheFold(db, projection, held, options, connection, error);
+      // Stopping it again would change nothing: the failure lies elsewhere.
+      if (failed.some((earlier) => earlier.session_id === stopped.session_id)) throw error;
+      failed.push(stopped);
+    }
+  }
+}
+
+/** The error an unmet `os_audit_require` of a batch stands for (SQLSTATE OA001), if `error` is one. */
+function unmetRequirement(error: unknown, projection: Projection, held: HeldLease): Error | undefined {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (code !== 'OA001' || typeof message !== 'string') return undefined;
+  if (message.endsWith('the lease was lost')) return new LeaseLostError(projection.name, held.owner, held.epoch);
+  return new CheckpointMovedError(projection.name);
+}
+
+/**
+ * A fault of the data, or of the fold on it: SQLSTATE classes 22 (data exception), 23
+ * (integrity constraint violation) and 54 (program limit exceeded: a value too large for an
+ * index, say).
+ */
+export function isDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && ['22', '23', '54'].includes(code.slice(0, 2));
+}
+
+/**
+ * After a batch failed on a data error (`error`): finds the first event of the window whose
+ * batch fails (trying shorter windows, each undone, halving the length) and stops its session
+ * at its first unfolded event with the error, so that the next batch passes it over and every
+ * other session goes on. A fault of the projection's SQL, not of the log: the in-memory fold
+ * does not stop there, and `verify` says so. Returns the stopped session.
+ *
+ * A batch also folds sessions it takes up again (`skipInvalid`), outside its window: when a
+ * batch of no window event fails, no session of the window is to blame, and the error is
+ * thrown as it is.
+ */
+export async function stopSessionFailingTheFold(
+  db: Kysely<DB>,
+  projection: Projection,
+  held: HeldLease,
+  options: BatchOptions,
+  connection: BatchConnection,
   error: unknown,
 ): Promise<StoppedSession> {
   const compiled = compiledBatch(db, projection);
-  const fails = async (limit: number): Promise<unknown> => {
-    await client.query('BEGIN');
-    try {
+  const failureOf = (limit: number) =>
+    undone(connection, async () => {
       const values = batchParameters({ owner: held.owner, epoch: held.epoch, leaseTtlMs: options.leaseTtlMs, limit, skipInvalid: options.skipInvalid });
-      await client.query({ name: compiled.name, text: compiled.text, values });
-      return undefined;
-    } catch (failure) {
-      if (!isDataError(failure)) throw failure;
-      return failure;
-    } finally {
-      await client.query('ROLLBACK');
-    }
-  };
+      try {
+        await connection.query(compiled.text, values, compiled.name);
+        return undefined;
+      } catch (failure) {
+        if (!isDataError(failure)) throw unmetRequirement(failure, projection, held) ?? failure;
+        return failure;
+      }
+    });
+  if ((await failureOf(0)) !== undefined) throw error;
   // The shortest failing window: `ok` events pass, `failing` do not.
   let [ok, failing, failure] = [0, options.batchSize, error];
   while (failing - ok > 1) {
     const middle = Math.floor((ok + failing) / 2);
-    const found = await fails(middle);
+    const found = await failureOf(middle);
     if (found === undefined) ok = middle;
     else [failing, failure] = [middle, found];
   }
   const message = `the projection's SQL failed on the events of this session: ${(failure as Error).message}`;
-  const { rows } = await client.query<StoppedSession>(stopAtWindowEventSql(projection).compile(db).sql, [failing, message]);
-  if (rows[0] === undefined) throw error;
-  return rows[0];
+  let stopped: StoppedSession | undefined;
+  try {
+    [stopped] = await connection.query<StoppedSession>(stopAtWindowEventSql(projection).compile(db).sql, [failing, message, held.owner, held.epoch]);
+  } catch (stopFailure) {
+    throw unmetRequirement(stopFailure, projection, held) ?? stopFailure;
+  }
+  if (stopped === undefined) throw error;
+  return stopped;
 }

@@ -1,8 +1,11 @@
-import { sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import type { DB } from '../../src/db/schema.js';
 import { defineEventReads, field } from '../../src/projector/event-reads.js';
 import type { Projection } from '../../src/projector/projection.js';
 import { Projector } from '../../src/projector/projector.js';
+import { rebuildProjection } from '../../src/projector/rebuild-projection.js';
 import type { StoppedSession } from '../../src/projector/sql/batch-sql.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { useTestDatabase } from '../support/test-database.js';
@@ -66,5 +69,45 @@ describe("a projection's SQL that fails on a session's events", () => {
     await store.append('fine-2', [gated('shell')]);
     expect(await projector.catchUp()).toMatchObject({ eventsApplied: 1 });
     expect(stopped).toHaveLength(1);
+  });
+
+  it('stops that session in a rebuild too, which completes', async () => {
+    await createGatedTools();
+    const store = new EventStore(testDb.db);
+    await store.append('fine', [gated('read_file')]);
+    await store.append('failing', [gated('shell'), gated('boom'), gated('shell')]);
+    const report = await rebuildProjection(testDb.db, gatedTools, { batchSize: 100 });
+    expect(report).toMatchObject({ eventsApplied: 1, stopped: 1 });
+    const blocked = await sql<{ session_id: string; seq: number; reason: string }>`
+      SELECT session_id, seq, reason FROM projection_blocked_sessions WHERE projection = 'gated_tools'`.execute(testDb.db);
+    expect(blocked.rows).toEqual([{ session_id: 'failing', seq: 0, reason: 'failed' }]);
+    expect((await sql<{ session_id: string }>`SELECT session_id FROM gated_tool_heads`.execute(testDb.db)).rows).toEqual([{ session_id: 'fine' }]);
+  });
+
+  it('stops the session whose value exceeds a limit of the database (an index entry too large), not the projection', async () => {
+    await createGatedTools();
+    await sql`CREATE INDEX gated_tools_tool_idx ON gated_tools (tool)`.execute(testDb.db);
+    const store = new EventStore(testDb.db);
+    const incompressible = Array.from({ length: 2000 }, (_, i) => ((i * 7919) % 65_521).toString(36)).join('');
+    await store.append('huge', [gated(incompressible)]);
+    await store.append('fine', [gated('shell')]);
+    const report = await new Projector(testDb.db, gatedTools, { pollIntervalMs: 50 }).catchUp();
+    expect(report).toMatchObject({ eventsApplied: 1, stopped: 1 });
+    const blocked = await sql<{ problem: string }>`SELECT problem FROM projection_blocked_sessions WHERE session_id = 'huge'`.execute(testDb.db);
+    expect(blocked.rows[0]!.problem).toMatch(/index row size/);
+  });
+
+  it('stops that session on a database not opened by os-audit (any Kysely) too', async () => {
+    await createGatedTools();
+    const store = new EventStore(testDb.db);
+    await store.append('failing', [gated('boom')]);
+    await store.append('fine', [gated('shell')]);
+    const own = new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: testDb.url, max: 2 }) }) });
+    try {
+      const report = await new Projector(own, gatedTools, { pollIntervalMs: 50 }).catchUp();
+      expect(report).toMatchObject({ eventsApplied: 1, stopped: 1 });
+    } finally {
+      await own.destroy();
+    }
   });
 });

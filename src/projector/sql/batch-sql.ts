@@ -190,14 +190,7 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
     ),
     batch_applied AS MATERIALIZED (SELECT coalesce(sum(applied), 0)::bigint AS applied FROM batch_moved_sessions),
     ${projection.foldSql({ events, sessions })},
-    batch_blocked AS (
-      INSERT INTO projection_blocked_sessions AS b (projection, session_id, seq, position, kind, reason, problem)
-      SELECT ${name}, session_id, seq, position, kind, reason, problem FROM batch_stops
-      ON CONFLICT (projection, session_id) DO UPDATE
-        SET seq = excluded.seq, position = excluded.position, kind = excluded.kind, reason = excluded.reason,
-            problem = excluded.problem, blocked_at = now()
-      RETURNING 1
-    ),
+    batch_blocked AS (${blockSessionsSql(projection, sql`SELECT session_id, seq, position, kind, reason, problem FROM batch_stops`)} RETURNING 1),
     batch_unblocked AS (
       DELETE FROM projection_blocked_sessions
       WHERE projection = ${name} AND session_id IN (SELECT session_id FROM batch_resuming EXCEPT SELECT session_id FROM batch_stops)
@@ -270,25 +263,34 @@ function windowSql(limit: RawBuilder<unknown>, readKinds: RawBuilder<unknown>): 
 
 /**
  * Stops the session of the `$1`-th event of the window at its first event the projection has
- * not folded, with reason `failed` and the problem `$2`; returns where. (See
- * `stopSessionFailingTheFold`.)
+ * not folded, with reason `failed` and the problem `$2`, under the lease of owner `$3` and
+ * epoch `$4`; returns where. (See `stopSessionFailingTheFold`.)
  */
 export function stopAtWindowEventSql(projection: Projection): RawBuilder<StoppedSession> {
+  const name = sql.lit(projection.name);
   return sql`
     WITH batch_checkpoint AS MATERIALIZED (${checkpointSql(projection)}),
     culprit AS (SELECT session_id FROM (${windowSql(sql`$1::bigint`, readKindsSql(projection))}) AS w ORDER BY transaction_id DESC, position DESC LIMIT 1),
     first_unfolded AS (
-      SELECT e.session_id, e.seq, e.position, e.kind
+      SELECT e.session_id, e.seq, e.position, e.kind, 'failed' AS reason, $2::text AS problem
       FROM culprit AS c
       CROSS JOIN LATERAL (SELECT coalesce(max(last_seq), -1) AS last_seq FROM ${sql.table(projection.sessionHeads)} WHERE session_id = c.session_id) AS h
       JOIN session_events AS e ON e.session_id = c.session_id AND e.seq = h.last_seq + 1
+      WHERE os_audit_require(EXISTS (SELECT FROM projection_leases WHERE projection = ${name} AND owner = $3::text AND epoch = $4::bigint),
+                             ${sql.lit(`projection ${projection.name}: the lease was lost`)})
     )
+    ${blockSessionsSql(projection, sql`SELECT * FROM first_unfolded`)}
+    RETURNING session_id, seq, position, kind, reason, problem`;
+}
+
+/** Records the sessions of `stops` (session_id, seq, position, kind, reason, problem) as stopped, each replacing an earlier stop. */
+function blockSessionsSql(projection: Projection, stops: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
     INSERT INTO projection_blocked_sessions AS b (projection, session_id, seq, position, kind, reason, problem)
-    SELECT ${sql.lit(projection.name)}, session_id, seq, position, kind, 'failed', $2::text FROM first_unfolded
+    SELECT ${sql.lit(projection.name)}, s.session_id, s.seq, s.position, s.kind, s.reason, s.problem FROM (${stops}) AS s
     ON CONFLICT (projection, session_id) DO UPDATE
       SET seq = excluded.seq, position = excluded.position, kind = excluded.kind, reason = excluded.reason,
-          problem = excluded.problem, blocked_at = now()
-    RETURNING session_id, seq, position, kind, reason, problem`;
+          problem = excluded.problem, blocked_at = now()`;
 }
 
 /** The kinds whose fields the projection reads, as a list of SQL literals. */
