@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
@@ -213,6 +213,7 @@ export class Projector {
             continue;
           } else {
             this.emit({ type: 'retry', error: error as Error, delayMs: retryDelayMs });
+            await this.recordError(error as Error);
             await sleep(retryDelayMs, signal);
             retryDelayMs = Math.min(retryDelayMs * 2, 30_000);
           }
@@ -236,6 +237,19 @@ export class Projector {
     if (this.held === null) return;
     this.held = null;
     this.emit({ type: 'standby', owner: this.lease.owner, reason });
+  }
+
+  /**
+   * For `os-audit status` in any process: the error of the last failed batch, until a batch
+   * moves the checkpoint again. Best effort: the database may be what failed.
+   */
+  private async recordError(error: Error): Promise<void> {
+    await this.db
+      .updateTable('projection_checkpoints')
+      .set({ last_error: error.message, last_error_at: sql`now()` })
+      .where('projection', '=', this.projection.name)
+      .execute()
+      .catch(() => {});
   }
 
   private emit(event: ProjectorEvent): void {

@@ -5,6 +5,7 @@ import type { DB } from '../../src/db/schema.js';
 import { defineEventReads, field } from '../../src/projector/event-reads.js';
 import type { Projection } from '../../src/projector/projection.js';
 import { Projector } from '../../src/projector/projector.js';
+import { readProjectionStatus } from '../../src/projector/projection-status.js';
 import { rebuildProjection } from '../../src/projector/rebuild-projection.js';
 import type { StoppedSession } from '../../src/projector/sql/batch-sql.js';
 import { EventStore } from '../../src/store/event-store.js';
@@ -109,5 +110,28 @@ describe("a projection's SQL that fails on a session's events", () => {
     } finally {
       await own.destroy();
     }
+  });
+
+  it('retries a batch that fails for another reason (its table is missing), and status shows the error until a batch moves on', async () => {
+    await sql`INSERT INTO projection_checkpoints (projection) VALUES ('gated_tools')`.execute(testDb.db);
+    await new EventStore(testDb.db).append('any', [gated('shell')]);
+    const stop = new AbortController();
+    const retries: Error[] = [];
+    const projector = new Projector(testDb.db, gatedTools, {
+      pollIntervalMs: 50,
+      onEvent: (event) => {
+        if (event.type !== 'retry') return;
+        retries.push(event.error);
+        stop.abort();
+      },
+    });
+    await projector.run(stop.signal);
+    expect(retries[0]!.message).toMatch(/relation "gated_tool_heads" does not exist/);
+    expect((await readProjectionStatus(testDb.db, 'gated_tools')).lastError).toMatchObject({ message: retries[0]!.message, at: expect.any(Date) });
+
+    await sql`CREATE TABLE gated_tool_heads (session_id text PRIMARY KEY, last_seq bigint NOT NULL, gated bigint NOT NULL)`.execute(testDb.db);
+    await sql`CREATE TABLE gated_tools (session_id text, seq bigint, tool text, PRIMARY KEY (session_id, seq))`.execute(testDb.db);
+    expect(await projector.catchUp()).toMatchObject({ eventsApplied: 1 });
+    expect((await readProjectionStatus(testDb.db, 'gated_tools')).lastError).toBeNull();
   });
 });
