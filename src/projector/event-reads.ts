@@ -70,18 +70,31 @@ export const field = {
 /** The fields a projection reads, per kind. */
 export type EventReads = Readonly<Record<string, Readonly<Record<string, FieldRead>>>>;
 
-/** Columns of the projector's batch rows, which a field of the same name would hide. */
-const RESERVED_NAMES = new Set(['session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'stand_in', 'position', 'prev_seq', 'needs_log', 'problem']);
+/**
+ * The columns the projector's rows carry beside the read fields (the stored event's, and those
+ * a batch adds: `prev_seq`, `needs_log`, `problem`, the `rank` it numbers a session's rows
+ * with; see `batch-sql.ts`), which a field of the same name would hide or make ambiguous.
+ */
+const RESERVED_NAMES = new Set([
+  'session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'stand_in', 'position', 'prev_seq', 'needs_log', 'problem', 'rank',
+]);
+
+/** {@link readFieldsSql} names its own column for each field `x` `type_problem_x`. */
+const TYPE_PROBLEM_PREFIX = 'type_problem_';
 
 /**
  * Checks a table of reads: a field name that several kinds read must have one type in all of
- * them (SQL gives it one column), and none may be a column of the projector's batch rows.
+ * them (SQL gives it one column), and none may be a column of the projector's rows or start
+ * with `type_problem_` (the SQL reading's own columns).
  */
 export function defineEventReads<T extends EventReads>(reads: T): T {
   const types = new Map<string, FieldType>();
   for (const [kind, fields] of Object.entries(reads)) {
     for (const [name, read] of Object.entries(fields)) {
-      if (RESERVED_NAMES.has(name)) throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (the projector uses it)`);
+      if (RESERVED_NAMES.has(name)) throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (a column of the projector's rows)`);
+      if (name.startsWith(TYPE_PROBLEM_PREFIX)) {
+        throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (names starting with "${TYPE_PROBLEM_PREFIX}" are the SQL reading's own)`);
+      }
       const known = types.get(name);
       if (known !== undefined && known !== read.type) throw new Error(`event reads: field "${name}" of ${kind} is a ${read.type}, elsewhere a ${known}`);
       types.set(name, read.type);
@@ -192,14 +205,15 @@ export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: Sto
   const names = fieldNames(reads);
   const types = new Map(kinds.flatMap((k) => Object.entries(reads[k]!).map(([name, read]) => [name, read.type] as const)));
   const raw = (name: string) => sql`r.${sql.id(name)}`;
+  const typeProblem = (name: string) => sql.id(`${TYPE_PROBLEM_PREFIX}${name}`);
   // Why each field present has not its type: the same check whichever kind reads it.
-  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name), standIn)} AS ${sql.id(`type_problem_${name}`)}`);
+  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name), standIn)} AS ${typeProblem(name)}`);
   const problems = kinds.map((k) => {
     const fields = Object.entries(reads[k]!).filter(([, read]) => !read.lenient);
     const checks = fields.map(([name, read]) =>
       read.whenMissing === 'unreadable'
-        ? sql`CASE WHEN ${raw(name)} IS NULL THEN ${sql.lit(`field "${name}": ${MISSING}`)} ELSE r.${sql.id(`type_problem_${name}`)} END`
-        : sql`r.${sql.id(`type_problem_${name}`)}`,
+        ? sql`CASE WHEN ${raw(name)} IS NULL THEN ${sql.lit(`field "${name}": ${MISSING}`)} ELSE r.${typeProblem(name)} END`
+        : sql`r.${typeProblem(name)}`,
     );
     return sql`WHEN ${sql.lit(k)} THEN ${checks.length === 0 ? sql`NULL::text` : sql`coalesce(${sql.join(checks)})`}`;
   });
