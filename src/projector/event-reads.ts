@@ -84,8 +84,9 @@ const TYPE_PROBLEM_PREFIX = 'type_problem_';
 
 /**
  * Checks a table of reads: a field name that several kinds read must have one type in all of
- * them (SQL gives it one column), and none may be a column of the projector's rows or start
- * with `type_problem_` (the SQL reading's own columns).
+ * them (SQL gives it one column), none may be a column of the projector's rows or start with
+ * `type_problem_` (the SQL reading's own columns), and a default must be a value of its
+ * field's type that SQL text can hold.
  */
 export function defineEventReads<T extends EventReads>(reads: T): T {
   const types = new Map<string, FieldType>();
@@ -94,6 +95,10 @@ export function defineEventReads<T extends EventReads>(reads: T): T {
       if (RESERVED_NAMES.has(name)) throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (a column of the projector's rows)`);
       if (name.startsWith(TYPE_PROBLEM_PREFIX)) {
         throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (names starting with "${TYPE_PROBLEM_PREFIX}" are the SQL reading's own)`);
+      }
+      if (read.whenMissing !== 'unreadable' && read.whenMissing.value !== null) {
+        const problem = typeProblem(read.type, read.whenMissing.value as JsonValue, name);
+        if (problem !== null) throw new Error(`event reads: the default of ${kind}: ${problem}`);
       }
       const known = types.get(name);
       if (known !== undefined && known !== read.type) throw new Error(`event reads: field "${name}" of ${kind} is a ${read.type}, elsewhere a ${known}`);
@@ -286,7 +291,8 @@ function missingValueSql(type: FieldType, value: FieldValue): RawBuilder<unknown
     case 'string':
       return sql`${sql.lit(String(value))}::text`;
     case 'strings':
-      return sql`${sql.lit(`{${(value as readonly string[]).map((item) => JSON.stringify(item)).join(',')}}`)}::text[]`;
+      // An item per literal: JSON's escapes (`\n`) are not those of an array literal ('{…}').
+      return sql`ARRAY[${sql.join((value as readonly string[]).map((item) => sql.lit(item)))}]::text[]`;
   }
 }
 

@@ -1,5 +1,18 @@
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { defineEventReads, field } from '../../src/projector/event-reads.js';
+import { defineEventReads, type EventReads, field, readEvent, readFieldsSql } from '../../src/projector/event-reads.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase({ migrate: false });
+
+/** Each event as {@link readFieldsSql} reads it, in order: `problem` and one column per field. */
+async function readInSql(reads: EventReads, events: readonly object[]): Promise<Record<string, unknown>[]> {
+  const rows = events.map((event, i) => sql`(${i}::int, ${(event as { kind: string }).kind}::text, ${JSON.stringify(event)}::json)`);
+  const read = readFieldsSql(reads, { kind: sql`e.kind`, payload: sql`e.payload`, standIn: sql<boolean>`false` });
+  const { rows: found } = await sql<Record<string, unknown>>`
+    SELECT r.* FROM (VALUES ${sql.join(rows)}) AS e(i, kind, payload) CROSS JOIN LATERAL ${read} AS r ORDER BY e.i`.execute(testDb.db);
+  return found;
+}
 
 describe('defineEventReads', () => {
   it.each(['session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'stand_in', 'position', 'prev_seq', 'needs_log', 'problem', 'rank'])(
@@ -12,6 +25,27 @@ describe('defineEventReads', () => {
   it('refuses a field named type_problem_…, which the SQL reading names its own columns', () => {
     expect(() => defineEventReads({ noted: { turn: field.u32(), type_problem_turn: field.string().orNull() } })).toThrow(
       'event reads: field "type_problem_turn" of noted cannot be read under its own name (names starting with "type_problem_" are the SQL reading\'s own)',
+    );
+  });
+});
+
+describe('a default', () => {
+  it('reads the same in memory and in SQL, whatever its strings hold', async () => {
+    const awkward = ["it's", 'back\\slash', 'new\nline', '"quoted"', '{a,b}', 'NULL', '', 'é 😀'];
+    const reads = defineEventReads({
+      noted: { tags: field.strings().or(awkward), none: field.strings().or([]), note: field.string().or(awkward.join('')), turn: field.u32().or(7) },
+    });
+    const expected = { tags: awkward, none: [], note: awkward.join(''), turn: 7 };
+    expect(readEvent(reads, { kind: 'noted' })).toEqual({ problem: null, fields: expected });
+    expect(await readInSql(reads, [{ kind: 'noted' }])).toEqual([{ problem: null, ...expected }]);
+  });
+
+  it('must be a value of its field type that SQL text can hold', () => {
+    expect(() => defineEventReads({ noted: { turn: field.u32().or(-1) } })).toThrow(
+      'event reads: the default of noted: field "turn": expected a u32 (an integer 0..4294967295), got -1',
+    );
+    expect(() => defineEventReads({ noted: { tags: field.strings().or(['a', 'b\u0000']) } })).toThrow(
+      'event reads: the default of noted: field "tags[1]": contains U+0000 or a lone surrogate, which PostgreSQL cannot store',
     );
   });
 });
