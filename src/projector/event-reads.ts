@@ -125,11 +125,12 @@ export type EventRead = { problem: null; fields: Record<string, FieldValue> } | 
  * ```
  */
 export function readEvent(reads: EventReads, event: EventObject): EventRead | undefined {
-  const fields = reads[event['kind'] as string];
-  if (fields === undefined) return undefined;
+  // Own members only: a kind `toString` or a field `constructor` must not find Object.prototype's.
+  const kind = event['kind'] as string;
+  if (!Object.hasOwn(reads, kind)) return undefined;
   const values: Record<string, FieldValue> = {};
-  for (const [name, read] of Object.entries(fields)) {
-    const raw = event[name] as JsonValue | undefined;
+  for (const [name, read] of Object.entries(reads[kind]!)) {
+    const raw = (Object.hasOwn(event, name) ? event[name] : undefined) as JsonValue | undefined;
     if (raw === undefined || raw === null) {
       if (read.whenMissing === 'unreadable') return { problem: `field "${name}": ${MISSING}` };
       values[name] = read.whenMissing.value;
@@ -223,7 +224,7 @@ export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: Sto
     return sql`WHEN ${sql.lit(k)} THEN ${checks.length === 0 ? sql`NULL::text` : sql`coalesce(${sql.join(checks)})`}`;
   });
   const values = names.map((name) => {
-    const readers = kinds.filter((k) => reads[k]![name] !== undefined);
+    const readers = kinds.filter((k) => Object.hasOwn(reads[k]!, name));
     const cases = readers.map((k) => sql`WHEN ${sql.lit(k)} THEN ${fieldValueSql(reads[k]![name]!, raw(name))}`);
     return sql`CASE ${kind} ${sql.join(cases, sql` `)} END AS ${sql.id(name)}`;
   });

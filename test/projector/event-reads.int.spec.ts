@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { defineEventReads, type EventReads, field, readEvent, readFieldsSql } from '../../src/projector/event-reads.js';
-import { useTestDatabase } from '../support/test-database.js';
+import { EventStore } from '../../src/store/event-store.js';
+import { compareWithFold, osSnapshotProjector } from '../support/projector-harness.js';
+import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
 
 const testDb = useTestDatabase({ migrate: false });
 
@@ -47,5 +49,43 @@ describe('a default', () => {
     expect(() => defineEventReads({ noted: { tags: field.strings().or(['a', 'b\u0000']) } })).toThrow(
       'event reads: the default of noted: field "tags[1]": contains U+0000 or a lone surrogate, which PostgreSQL cannot store',
     );
+  });
+});
+
+describe('names of Object.prototype', () => {
+  const prototypeKinds = ['toString', 'constructor', '__proto__', 'hasOwnProperty'];
+
+  it('are kinds like any other the reads do not name, in memory and in SQL', async () => {
+    const reads = defineEventReads({ noted: { turn: field.u32() } });
+    for (const kind of prototypeKinds) expect(readEvent(reads, { kind, turn: 'x' }), kind).toBeUndefined();
+    const inSql = await readInSql(reads, prototypeKinds.map((kind) => ({ kind, turn: 'x' })));
+    expect(inSql).toEqual(prototypeKinds.map(() => ({ problem: null, turn: null })));
+  });
+
+  it('are fields like any other, read from an event that is a plain object', async () => {
+    const reads = defineEventReads({ noted: { constructor: field.string().orNull(), toString: field.string().or('none') }, other: { turn: field.u32() } });
+    expect(readEvent(reads, { kind: 'noted' })).toEqual({ problem: null, fields: { constructor: null, toString: 'none' } });
+    expect(readEvent(reads, { kind: 'other', turn: 1 })).toEqual({ problem: null, fields: { turn: 1 } });
+    expect(await readInSql(reads, [{ kind: 'noted' }, { kind: 'other', turn: 1 }])).toEqual([
+      { problem: null, constructor: null, toString: 'none', turn: null },
+      { problem: null, constructor: null, toString: null, turn: 1 },
+    ]);
+  });
+
+  it('are kinds the OS snapshot passes over, projected or folded', async () => {
+    const projected = await createTestDatabase();
+    try {
+      await new EventStore(projected.db).append('prototype-kinds', [
+        ...prototypeKinds.map((kind) => ({ kind, turn: 'x' })),
+        { kind: 'suspended', turn: 1, reason: 'ask_user' },
+        { kind: 'page_in', turn: 2, entry_count: 1 },
+      ]);
+      expect(await osSnapshotProjector(projected.db).catchUp()).toMatchObject({ eventsApplied: 6, stopped: 0 });
+      const [compared] = await compareWithFold(projected.db, ['prototype-kinds']);
+      expect(compared?.sql).toMatchObject({ lastSeq: 5, stopped: null, snapshot: { page_in_count: 1, last_suspend: { turn: 1, reason: 'ask_user', pending_calls: [] } } });
+      expect(compared?.sql).toEqual(compared?.fold);
+    } finally {
+      await projected.drop();
+    }
   });
 });
