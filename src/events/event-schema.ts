@@ -1,15 +1,3 @@
-import type { JsonObject, JsonValue } from '../json/json-value.js';
-import type {
-  KnownEventKind,
-  KnownSessionEvent,
-  MemoryRetrieval,
-  RollbackReason,
-  ToolCall,
-  U32,
-  U64,
-} from './session-event.js';
-import { KNOWN_EVENT_KIND_LIST } from './session-event.js';
-
 /**
  * The declarative schema of the 29 kinds of the wire contract
  * (`shared/spec/session-events.md`, sections 1 and 2).
@@ -22,7 +10,21 @@ import { KNOWN_EVENT_KIND_LIST } from './session-event.js';
  *
  * The validator does not walk this table for every event: {@link COMPILED_KINDS} holds, per
  * kind, the precomputed list of fields, built once when the module loads.
+ *
+ * @module
  */
+
+import type { JsonObject, JsonValue } from '../json/json-value.js';
+import type {
+  KnownEventKind,
+  KnownSessionEvent,
+  MemoryRetrieval,
+  RollbackReason,
+  ToolCall,
+  U32,
+  U64,
+} from './session-event.js';
+import { KNOWN_EVENT_KIND_LIST } from './session-event.js';
 
 // ---------------------------------------------------------------------------------------------
 // Value types: what a field holds, as the validator sees it at run time.

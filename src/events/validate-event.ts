@@ -1,8 +1,3 @@
-import { JsonFloat, isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
-import { hasUnstorableChar } from '../json/storable-json.js';
-import { COMPILED_KINDS, type CompiledField, type CompiledShape, type ValueType } from './event-schema.js';
-import type { SessionEvent } from './session-event.js';
-
 /**
  * Validation of one event against the wire contract (`shared/spec/session-events.md`,
  * sections 1 and 2), with the rules of the runtime's Rust (serde) decoder.
@@ -10,7 +5,14 @@ import type { SessionEvent } from './session-event.js';
  * Speed matters (this runs on every ingested event): the per-kind field lists are compiled
  * once in `event-schema.ts`; a first pass checks without building any path or message, and
  * only an invalid event is walked a second time to collect every issue with its path.
+ *
+ * @module
  */
+
+import { JsonFloat, isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
+import { hasUnstorableChar } from '../json/storable-json.js';
+import { COMPILED_KINDS, type CompiledField, type CompiledShape, type ValueType } from './event-schema.js';
+import type { SessionEvent } from './session-event.js';
 
 /** One reason an event is invalid. */
 export interface ValidationIssue {

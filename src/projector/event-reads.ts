@@ -1,8 +1,3 @@
-import { type RawBuilder, sql } from 'kysely';
-import type { JsonValue } from '../json/json-value.js';
-import { hasUnstorableChar, UNSTORABLE_STRING_KEY } from '../json/storable-json.js';
-import { stringifyJson } from '../json/stringify-json.js';
-
 /**
  * What a projection reads of the events it folds, declared once and read two ways: in memory
  * ({@link readEvent}, for `verify` and `snapshot --at-seq`) and in SQL ({@link readFieldsSql}, for
@@ -22,7 +17,14 @@ import { stringifyJson } from '../json/stringify-json.js';
  * readEvent(reads, { kind: 'suspended', turn: 3, reason: 'ask_user' });
  * // { problem: null, fields: { turn: 3, reason: 'ask_user', pending_calls: [] } }
  * ```
+ *
+ * @module
  */
+
+import { type RawBuilder, sql } from 'kysely';
+import type { JsonValue } from '../json/json-value.js';
+import { hasUnstorableChar, UNSTORABLE_STRING_KEY } from '../json/storable-json.js';
+import { stringifyJson } from '../json/stringify-json.js';
 
 /** The types a field can be read as: `u32` and `u64` are JSON integers in their range, `strings` an array of strings. */
 export type FieldType = 'u32' | 'u64' | 'string' | 'strings';
