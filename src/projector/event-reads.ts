@@ -61,7 +61,19 @@ export class FieldRead {
   }
 }
 
-/** The field reads of the vocabulary: each required (missing or null makes the event unreadable) until told otherwise. */
+/**
+ * The field reads of the vocabulary: each required (missing or null makes the event unreadable)
+ * until told otherwise. `u64` is for plug-in projections (the OS snapshot reads none): SQL reads
+ * it as `numeric`, memory as a number, or a `bigint` above 2^53.
+ *
+ * @example
+ * ```ts
+ * field.u32();                      // a turn: required
+ * field.u64().orNull();             // total_tokens: null when missing
+ * field.string().or('running');     // state: "running" when missing
+ * field.strings().whenTyped();      // kept when it is a string[], else null, never unreadable
+ * ```
+ */
 export const field = {
   u32: () => new FieldRead('u32', 'unreadable', false),
   u64: () => new FieldRead('u64', 'unreadable', false),
@@ -89,6 +101,12 @@ const TYPE_PROBLEM_PREFIX = 'type_problem_';
  * them (SQL gives it one column), none may be a column of the projector's rows or start with
  * `type_problem_` (the SQL reading's own columns), and a default must be a value of its
  * field's type that SQL text can hold.
+ *
+ * @example
+ * ```ts
+ * const reads = defineEventReads({ resumed: { turn: field.u32() }, budget_exceeded: { turn: field.u32(), budget: field.string() } });
+ * defineEventReads({ resumed: { rank: field.u32() } }); // throws: a column of the projector's rows
+ * ```
  */
 export function defineEventReads<T extends EventReads>(reads: T): T {
   const types = new Map<string, FieldType>();
@@ -243,7 +261,16 @@ export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: Sto
   )`;
 }
 
-/** Every field any kind of `reads` names, once, in the order first met. */
+/**
+ * Every field any kind of `reads` names, once, in the order first met: the columns of
+ * {@link readFieldsSql} after `problem`.
+ *
+ * @example
+ * ```ts
+ * fieldNames(defineEventReads({ resumed: { turn: field.u32() }, budget_exceeded: { turn: field.u32(), budget: field.string() } }));
+ * // ['turn', 'budget']
+ * ```
+ */
 export function fieldNames(reads: EventReads): string[] {
   return [...new Set(Object.values(reads).flatMap((fields) => Object.keys(fields)))];
 }

@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../src/json/json-value.js';
+import { stringifyJson } from '../../src/json/stringify-json.js';
 import { defineEventReads, type EventReads, field, readEvent, readFieldsSql } from '../../src/projector/event-reads.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { compareWithFold, osSnapshotProjector } from '../support/projector-harness.js';
@@ -8,8 +10,8 @@ import { createTestDatabase, useTestDatabase } from '../support/test-database.js
 const testDb = useTestDatabase({ migrate: false });
 
 /** Each event as {@link readFieldsSql} reads it, in order: `problem` and one column per field. */
-async function readInSql(reads: EventReads, events: readonly object[]): Promise<Record<string, unknown>[]> {
-  const rows = events.map((event, i) => sql`(${i}::int, ${(event as { kind: string }).kind}::text, ${JSON.stringify(event)}::json)`);
+async function readInSql(reads: EventReads, events: readonly JsonObject[]): Promise<Record<string, unknown>[]> {
+  const rows = events.map((event, i) => sql`(${i}::int, ${event['kind']}::text, ${stringifyJson(event)}::json)`);
   const read = readFieldsSql(reads, { kind: sql`e.kind`, payload: sql`e.payload`, standIn: sql<boolean>`false` });
   const { rows: found } = await sql<Record<string, unknown>>`
     SELECT r.* FROM (VALUES ${sql.join(rows)}) AS e(i, kind, payload) CROSS JOIN LATERAL ${read} AS r ORDER BY e.i`.execute(testDb.db);
@@ -28,6 +30,30 @@ describe('defineEventReads', () => {
     expect(() => defineEventReads({ noted: { turn: field.u32(), type_problem_turn: field.string().orNull() } })).toThrow(
       'event reads: field "type_problem_turn" of noted cannot be read under its own name (names starting with "type_problem_" are the SQL reading\'s own)',
     );
+  });
+});
+
+describe('a u64', () => {
+  it('reads as a number, or a bigint above 2^53, in memory and as numeric in SQL', async () => {
+    const reads = defineEventReads({ run_terminal: { total_tokens: field.u64() } });
+    const events = [
+      { kind: 'run_terminal', total_tokens: 3 },
+      { kind: 'run_terminal', total_tokens: 18446744073709551615n },
+      { kind: 'run_terminal', total_tokens: 18446744073709551616n },
+      { kind: 'run_terminal', total_tokens: -1 },
+    ];
+    expect(events.map((event) => readEvent(reads, event))).toEqual([
+      { problem: null, fields: { total_tokens: 3 } },
+      { problem: null, fields: { total_tokens: 18446744073709551615n } },
+      { problem: 'field "total_tokens": expected a u64 (an integer 0..18446744073709551615), got 18446744073709551616' },
+      { problem: 'field "total_tokens": expected a u64 (an integer 0..18446744073709551615), got -1' },
+    ]);
+    expect(await readInSql(reads, events)).toEqual([
+      { problem: null, total_tokens: '3' },
+      { problem: null, total_tokens: '18446744073709551615' },
+      { problem: 'field "total_tokens": expected a u64 (an integer 0..18446744073709551615), got 18446744073709551616', total_tokens: null },
+      { problem: 'field "total_tokens": expected a u64 (an integer 0..18446744073709551615), got -1', total_tokens: null },
+    ]);
   });
 });
 
