@@ -60,12 +60,6 @@ export interface ValidateEventOptions {
    * `kind` is a non-empty snake_case string (newer SDKs write more kinds).
    */
   strict?: boolean;
-  /**
-   * `'snapshot'`: check only the fields the OS audit snapshot reads (and fill in their
-   * defaults), as a projection reads a stored event; the other fields are kept unchecked.
-   * Default `'all'`.
-   */
-  fields?: 'all' | 'snapshot';
 }
 
 /** A kind this version does not know must look like one. */
@@ -106,20 +100,6 @@ export function validateEvent(value: JsonValue, options?: ValidateEventOptions):
   return event as SessionEvent;
 }
 
-/**
- * Checks one parsed event exactly as {@link validateEvent} does, without making the event:
- * its kind and turn, all a writer needs that stores the event's own JSON text.
- *
- * @example
- * ```ts
- * checkEvent(parseJson('{"kind": "page_in", "turn": 3, "entry_count": 2}')); // { kind: 'page_in', turn: 3 }
- * ```
- */
-export function checkEvent(value: JsonValue, options?: ValidateEventOptions): { kind: string; turn: number | null } {
-  checkShape(value, options);
-  return { kind: (value as JsonObject)['kind'] as string, turn: eventTurn(value as SessionEvent) };
-}
-
 /** Throws {@link EventValidationError} unless `value` is a valid event; its checked shape (null for a kind the contract does not name). */
 function checkShape(value: JsonValue, options: ValidateEventOptions | undefined): CompiledShape | null {
   if (!isJsonObject(value)) {
@@ -145,12 +125,7 @@ function checkShape(value: JsonValue, options: ValidateEventOptions | undefined)
     return null;
   }
 
-  const shape =
-    options?.fields === 'snapshot'
-      ? compiled.snapshotShape
-      : compiled.shapeKey !== null && value[compiled.shapeKey] !== undefined
-        ? compiled.whenPresent
-        : compiled.whenMissing;
+  const shape = compiled.shapeKey !== null && value[compiled.shapeKey] !== undefined ? compiled.whenPresent : compiled.whenMissing;
   if (!checkFields(shape.fields, value, '', null)) {
     const issues: ValidationIssue[] = [];
     checkFields(shape.fields, value, '', issues);
