@@ -11,6 +11,7 @@
 
 import { JsonFloat, isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
 import { hasUnstorableChar } from '../json/storable-json.js';
+import { isU32, isU64, U32_MAX, U64_MAX } from '../json/unsigned-integers.js';
 import { COMPILED_KINDS, type CompiledField, type CompiledShape, type ValueType } from './event-schema.js';
 import type { SessionEvent } from './session-event.js';
 
@@ -178,18 +179,6 @@ function shallowCopy(value: JsonObject): JsonObject {
 // ---------------------------------------------------------------------------------------------
 
 const MISSING = 'required field is missing';
-const U32_MAX = 4294967295;
-const U64_MAX = 18446744073709551615n;
-
-function isU32(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= U32_MAX && (v !== 0 || !Object.is(v, -0));
-}
-
-function isU64(v: unknown): boolean {
-  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 && (v !== 0 || !Object.is(v, -0));
-  return typeof v === 'bigint' && v >= 0n && v <= U64_MAX;
-}
-
 /** Checks the named fields of an object; `prefix` is the path of the object plus `.` (or ''). */
 function checkFields(
   fields: readonly CompiledField[],

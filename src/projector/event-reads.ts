@@ -25,6 +25,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { JsonValue } from '../json/json-value.js';
 import { hasUnstorableChar, UNSTORABLE_STRING_KEY } from '../json/storable-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
+import { isU32, isU64 } from '../json/unsigned-integers.js';
 
 /** The types a field can be read as: `u32` and `u64` are JSON integers in their range, `strings` an array of strings. */
 export type FieldType = 'u32' | 'u64' | 'string' | 'strings';
@@ -178,14 +179,9 @@ const SHOWN = 60;
 function typeProblem(type: FieldType, value: JsonValue, name: string): string | null {
   switch (type) {
     case 'u32':
-      return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 4294967295 && !Object.is(value, -0)
-        ? null
-        : expected(name, type, value);
+      return isU32(value) ? null : expected(name, type, value);
     case 'u64':
-      return (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && !Object.is(value, -0)) ||
-        (typeof value === 'bigint' && value >= 0n && value <= 18446744073709551615n)
-        ? null
-        : expected(name, type, value);
+      return isU64(value) ? null : expected(name, type, value);
     case 'string':
       if (typeof value !== 'string') return expected(name, type, value);
       return hasUnstorableChar(value) ? `field "${name}": ${UNSTORABLE}` : null;
