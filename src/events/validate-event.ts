@@ -9,7 +9,8 @@
  * @module
  */
 
-import { JsonFloat, isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
+import { describeJsonValue, quoteString } from '../json/describe-json-value.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
 import { hasUnstorableChar } from '../json/storable-json.js';
 import { isU32, isU64, U32_MAX, U64_MAX } from '../json/unsigned-integers.js';
 import { COMPILED_KINDS, type CompiledField, type CompiledShape, type ValueType } from './event-schema.js';
@@ -104,11 +105,11 @@ export function validateEvent(value: JsonValue, options?: ValidateEventOptions):
 /** Throws {@link EventValidationError} unless `value` is a valid event; its checked shape (null for a kind the contract does not name). */
 function checkShape(value: JsonValue, options: ValidateEventOptions | undefined): CompiledShape | null {
   if (!isJsonObject(value)) {
-    throw new EventValidationError([{ field: '', message: `expected an object, got ${describe(value)}` }], undefined);
+    throw new EventValidationError([{ field: '', message: `expected an object, got ${describeJsonValue(value)}` }], undefined);
   }
   const kind = value['kind'];
   if (typeof kind !== 'string') {
-    const message = kind === undefined ? MISSING : `expected a string, got ${describe(kind)}`;
+    const message = kind === undefined ? MISSING : `expected a string, got ${describeJsonValue(kind)}`;
     throw new EventValidationError([{ field: 'kind', message }], undefined);
   }
 
@@ -116,11 +117,11 @@ function checkShape(value: JsonValue, options: ValidateEventOptions | undefined)
   if (compiled === undefined) {
     let message: string | null = null;
     if (options?.strict === true) {
-      message = `unknown kind ${quote(kind)} (strict mode accepts only the ${COMPILED_KINDS.size} kinds of the contract)`;
+      message = `unknown kind ${quoteString(kind)} (strict mode accepts only the ${COMPILED_KINDS.size} kinds of the contract)`;
     } else if (kind === '') {
       message = 'expected a non-empty snake_case string, got the empty string ""';
     } else if (!SNAKE_CASE.test(kind)) {
-      message = `expected a snake_case string such as "tool_gated", got the string ${quote(kind)}`;
+      message = `expected a snake_case string such as "tool_gated", got ${describeJsonValue(kind)}`;
     }
     if (message !== null) throw new EventValidationError([{ field: 'kind', message }], kind);
     return null;
@@ -272,7 +273,7 @@ function checkValue(
       return ok;
     }
   }
-  issues?.push({ field: path, message: `expected ${type.expected}, got ${describe(v)}` });
+  issues?.push({ field: path, message: `expected ${type.expected}, got ${describeJsonValue(v)}` });
   return false;
 }
 
@@ -283,45 +284,14 @@ function integerMessage(expected: string, v: JsonValue, u64: boolean): string {
     if (u64 && v > 0 && !Number.isSafeInteger(v) && v <= 2 ** 64) {
       return `expected ${expected}, got the imprecise number ${BigInt(v)} (above 2^53 it must be read as a bigint)`;
     }
-    return `expected ${expected} (an integer 0..${max}), got ${describe(v)}`;
+    return `expected ${expected} (an integer 0..${max}), got ${describeJsonValue(v)}`;
   }
-  return `expected ${expected}, got ${describe(v)}`;
+  return `expected ${expected}, got ${describeJsonValue(v)}`;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Messages.
 // ---------------------------------------------------------------------------------------------
-
-/** What was found, for a message: `-1`, `the float 1.5`, `the string "12"`, `null`, … */
-function describe(v: JsonValue | undefined): string {
-  if (v === null) return 'null';
-  switch (typeof v) {
-    case 'undefined':
-      return 'nothing';
-    case 'boolean':
-      return `the boolean ${v}`;
-    case 'bigint':
-      return String(v);
-    case 'number':
-      if (Object.is(v, -0)) return '-0 (a negative zero, which the runtime reads as a float)';
-      if (Number.isSafeInteger(v)) return String(v);
-      return `the number ${v}`;
-    case 'string':
-      return `the string ${quote(v)}`;
-  }
-  if (v instanceof JsonFloat) return `the float ${v.text}`;
-  if (Array.isArray(v)) {
-    return v.length === 0 ? 'an empty array' : `an array of ${v.length} item${v.length === 1 ? '' : 's'}`;
-  }
-  return 'an object';
-}
-
-const MAX_QUOTED = 60;
-
-/** A string as JSON text (U+0000 and lone surrogates escaped), cut after 60 characters. */
-function quote(s: string): string {
-  return s.length <= MAX_QUOTED ? JSON.stringify(s) : `${JSON.stringify(s.slice(0, MAX_QUOTED))}…`;
-}
 
 const UNSTORABLE = 'which PostgreSQL cannot store; the snapshot reads this field';
 
