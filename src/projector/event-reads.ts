@@ -245,16 +245,27 @@ export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: Sto
     return sql`CASE ${kind} ${sql.join(cases, sql` `)} END AS ${sql.id(name)}`;
   });
   const columns = sql.join(names.map((name) => sql`${sql.id(name)} json`));
-  const kindList = sql.join(kinds.map((k) => sql.lit(k)));
   // The kind gates the parse inside the call: a condition beside it, the planner would check
   // only after parsing.
   return sql`(
     SELECT CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}
     FROM (
       SELECT r.*, ${sql.join(typeProblems)}
-      FROM json_to_record(CASE WHEN ${kind} IN (${kindList}) THEN ${payload} END) AS r(${columns})
+      FROM json_to_record(CASE WHEN ${kind} IN (${readKindsSql(reads)}) THEN ${payload} END) AS r(${columns})
     ) AS r
   )`;
+}
+
+/**
+ * The kinds `reads` reads, as a list of SQL literals: for `kind IN (…)`.
+ *
+ * @example
+ * ```ts
+ * sql`SELECT count(*) FROM session_events WHERE kind IN (${readKindsSql(OS_SNAPSHOT_READS)})`
+ * ```
+ */
+export function readKindsSql(reads: EventReads): RawBuilder<unknown> {
+  return sql.join(Object.keys(reads).map((kind) => sql.lit(kind)));
 }
 
 /**

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { stringifyJson } from '../../src/json/stringify-json.js';
-import { defineEventReads, type EventReads, field, readEvent, readFieldsSql } from '../../src/projector/event-reads.js';
+import { defineEventReads, type EventReads, field, readEvent, readFieldsSql, readKindsSql } from '../../src/projector/event-reads.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { compareWithFold, osSnapshotProjector } from '../support/projector-harness.js';
 import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
@@ -30,6 +30,15 @@ describe('defineEventReads', () => {
     expect(() => defineEventReads({ noted: { turn: field.u32(), type_problem_turn: field.string().orNull() } })).toThrow(
       'event reads: field "type_problem_turn" of noted cannot be read under its own name (names starting with "type_problem_" are the SQL reading\'s own)',
     );
+  });
+});
+
+describe('readKindsSql', () => {
+  it('lists the kinds the reads read, for kind IN (…)', async () => {
+    const reads = defineEventReads({ resumed: { turn: field.u32() }, "it's": { turn: field.u32() } });
+    const { rows } = await sql<{ kind: string }>`
+      SELECT kind FROM (VALUES ('resumed'), ('it''s'), ('suspended'), ('toString')) AS e(kind) WHERE kind IN (${readKindsSql(reads)})`.execute(testDb.db);
+    expect(rows.map((row) => row.kind)).toEqual(['resumed', "it's"]);
   });
 });
 
