@@ -14,7 +14,8 @@ export interface ReadinessReport {
  * of its monitor. Ready once it has reached the database, as long as its last contact with
  * the database (a status read, taking the lease, a batch) is at most `staleAfterMs` old, and
  * it is not waiting to retry after an error. Sessions the projection stopped (at an event it
- * cannot read, or a hole in their log) do not make it unready: every other session goes on.
+ * cannot read, a hole in their log, or where its SQL failed on their events) do not make it
+ * unready: every other session goes on.
  *
  * @example
  * ```ts
