@@ -8,7 +8,7 @@ export const SCHEMA_TYPES_FILE = fileURLToPath(new URL('../src/db/schema.ts', im
 
 /**
  * The DB types kysely-codegen generates from the migrated database at `url`, with the
- * project's `.kysely-codegenrc.json` (exact int8 and jsonb column types).
+ * project's `.kysely-codegenrc.json` (exact int8, json and jsonb column types).
  */
 export async function generateDbTypes(url: string): Promise<string> {
   const { stdout } = await promisify(execFile)(

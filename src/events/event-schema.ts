@@ -1,15 +1,3 @@
-import type { JsonObject, JsonValue } from '../json/json-value.js';
-import type {
-  KnownEventKind,
-  KnownSessionEvent,
-  MemoryRetrieval,
-  RollbackReason,
-  ToolCall,
-  U32,
-  U64,
-} from './session-event.js';
-import { KNOWN_EVENT_KIND_LIST } from './session-event.js';
-
 /**
  * The declarative schema of the 29 kinds of the wire contract
  * (`shared/spec/session-events.md`, sections 1 and 2).
@@ -22,7 +10,21 @@ import { KNOWN_EVENT_KIND_LIST } from './session-event.js';
  *
  * The validator does not walk this table for every event: {@link COMPILED_KINDS} holds, per
  * kind, the precomputed list of fields, built once when the module loads.
+ *
+ * @module
  */
+
+import type { JsonObject, JsonValue } from '../json/json-value.js';
+import type {
+  KnownEventKind,
+  KnownSessionEvent,
+  MemoryRetrieval,
+  RollbackReason,
+  ToolCall,
+  U32,
+  U64,
+} from './session-event.js';
+import { KNOWN_EVENT_KIND_LIST } from './session-event.js';
 
 // ---------------------------------------------------------------------------------------------
 // Value types: what a field holds, as the validator sees it at run time.
@@ -366,10 +368,6 @@ export interface CompiledKind {
   readonly shapeKey: string | null;
   readonly whenPresent: CompiledShape;
   readonly whenMissing: CompiledShape;
-  /** The fields the OS audit snapshot reads, `kind` first (in either shape). */
-  readonly snapshotFields: readonly string[];
-  /** Only the fields the snapshot reads: what a projection checks in a stored event. */
-  readonly snapshotShape: CompiledShape;
 }
 
 function compileTable(table: Readonly<Record<string, FieldSpec<unknown, Presence>>>): CompiledField[] {
@@ -399,17 +397,12 @@ function compileKind(kind: KnownEventKind): CompiledKind {
     whenPresent = whenMissing = compileShape(entry);
   }
   const all = [...whenPresent.fields, ...whenMissing.fields];
-  const snapshotFields = ['kind', ...new Set(all.filter((f) => f.snapshot).map((f) => f.name))];
-  // The snapshot reads no field of a shaped kind (memory_retrieval_result is only counted).
-  const readFields = whenMissing.fields.filter((f) => f.snapshot);
   return {
     kind,
     hasTurn: all.some((f) => f.name === 'turn' && f.type.tag === 'u32' && f.presence === 'required'),
     shapeKey,
     whenPresent,
     whenMissing,
-    snapshotFields,
-    snapshotShape: { fields: readFields, defaults: readFields.filter((f) => f.makeDefault !== null) },
   };
 }
 
@@ -417,16 +410,3 @@ function compileKind(kind: KnownEventKind): CompiledKind {
 export const COMPILED_KINDS: ReadonlyMap<string, CompiledKind> = new Map(
   KNOWN_EVENT_KIND_LIST.map((kind) => [kind, compileKind(kind)] as const),
 );
-
-/**
- * The fields of `kind` that the OS audit snapshot reads, `kind` first; `['kind']` for a kind
- * without a snapshot field, and for a kind this version does not know.
- *
- * @example
- * ```ts
- * snapshotFieldsOf('budget_exceeded'); // ['kind', 'budget']
- * ```
- */
-export function snapshotFieldsOf(kind: string): readonly string[] {
-  return COMPILED_KINDS.get(kind)?.snapshotFields ?? ['kind'];
-}

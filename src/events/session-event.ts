@@ -1,10 +1,12 @@
-import type { JsonObject, JsonValue } from '../json/json-value.js';
-
 /**
  * The event model of a session log: one interface per kind of the wire contract
  * (`shared/spec/session-events.md`, section 2), joined in the discriminated union
  * {@link SessionEvent}. Every event may carry extra fields; they are kept as they came.
+ *
+ * @module
  */
+
+import type { JsonObject, JsonValue } from '../json/json-value.js';
 
 /** An integer in 0..4294967295. */
 export type U32 = number;

@@ -1,8 +1,3 @@
-import { JsonFloat, isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
-import { hasUnstorableChar } from '../json/storable-json.js';
-import { COMPILED_KINDS, type CompiledField, type CompiledShape, type ValueType } from './event-schema.js';
-import type { SessionEvent } from './session-event.js';
-
 /**
  * Validation of one event against the wire contract (`shared/spec/session-events.md`,
  * sections 1 and 2), with the rules of the runtime's Rust (serde) decoder.
@@ -10,7 +5,16 @@ import type { SessionEvent } from './session-event.js';
  * Speed matters (this runs on every ingested event): the per-kind field lists are compiled
  * once in `event-schema.ts`; a first pass checks without building any path or message, and
  * only an invalid event is walked a second time to collect every issue with its path.
+ *
+ * @module
  */
+
+import { describeJsonValue, quoteString } from '../json/describe-json-value.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
+import { hasUnstorableChar } from '../json/storable-json.js';
+import { isU32, isU64, U32_MAX, U64_MAX } from '../json/unsigned-integers.js';
+import { COMPILED_KINDS, type CompiledField, type CompiledShape, type ValueType } from './event-schema.js';
+import type { SessionEvent } from './session-event.js';
 
 /** One reason an event is invalid. */
 export interface ValidationIssue {
@@ -58,12 +62,6 @@ export interface ValidateEventOptions {
    * `kind` is a non-empty snake_case string (newer SDKs write more kinds).
    */
   strict?: boolean;
-  /**
-   * `'snapshot'`: check only the fields the OS audit snapshot reads (and fill in their
-   * defaults), as a projection reads a stored event; the other fields are kept unchecked.
-   * Default `'all'`.
-   */
-  fields?: 'all' | 'snapshot';
 }
 
 /** A kind this version does not know must look like one. */
@@ -104,28 +102,14 @@ export function validateEvent(value: JsonValue, options?: ValidateEventOptions):
   return event as SessionEvent;
 }
 
-/**
- * Checks one parsed event exactly as {@link validateEvent} does, without making the event:
- * its kind and turn, all a writer needs that stores the event's own JSON text.
- *
- * @example
- * ```ts
- * checkEvent(parseJson('{"kind": "page_in", "turn": 3, "entry_count": 2}')); // { kind: 'page_in', turn: 3 }
- * ```
- */
-export function checkEvent(value: JsonValue, options?: ValidateEventOptions): { kind: string; turn: number | null } {
-  checkShape(value, options);
-  return { kind: (value as JsonObject)['kind'] as string, turn: eventTurn(value as SessionEvent) };
-}
-
 /** Throws {@link EventValidationError} unless `value` is a valid event; its checked shape (null for a kind the contract does not name). */
 function checkShape(value: JsonValue, options: ValidateEventOptions | undefined): CompiledShape | null {
   if (!isJsonObject(value)) {
-    throw new EventValidationError([{ field: '', message: `expected an object, got ${describe(value)}` }], undefined);
+    throw new EventValidationError([{ field: '', message: `expected an object, got ${describeJsonValue(value)}` }], undefined);
   }
   const kind = value['kind'];
   if (typeof kind !== 'string') {
-    const message = kind === undefined ? MISSING : `expected a string, got ${describe(kind)}`;
+    const message = kind === undefined ? MISSING : `expected a string, got ${describeJsonValue(kind)}`;
     throw new EventValidationError([{ field: 'kind', message }], undefined);
   }
 
@@ -133,22 +117,17 @@ function checkShape(value: JsonValue, options: ValidateEventOptions | undefined)
   if (compiled === undefined) {
     let message: string | null = null;
     if (options?.strict === true) {
-      message = `unknown kind ${quote(kind)} (strict mode accepts only the ${COMPILED_KINDS.size} kinds of the contract)`;
+      message = `unknown kind ${quoteString(kind)} (strict mode accepts only the ${COMPILED_KINDS.size} kinds of the contract)`;
     } else if (kind === '') {
       message = 'expected a non-empty snake_case string, got the empty string ""';
     } else if (!SNAKE_CASE.test(kind)) {
-      message = `expected a snake_case string such as "tool_gated", got the string ${quote(kind)}`;
+      message = `expected a snake_case string such as "tool_gated", got ${describeJsonValue(kind)}`;
     }
     if (message !== null) throw new EventValidationError([{ field: 'kind', message }], kind);
     return null;
   }
 
-  const shape =
-    options?.fields === 'snapshot'
-      ? compiled.snapshotShape
-      : compiled.shapeKey !== null && value[compiled.shapeKey] !== undefined
-        ? compiled.whenPresent
-        : compiled.whenMissing;
+  const shape = compiled.shapeKey !== null && value[compiled.shapeKey] !== undefined ? compiled.whenPresent : compiled.whenMissing;
   if (!checkFields(shape.fields, value, '', null)) {
     const issues: ValidationIssue[] = [];
     checkFields(shape.fields, value, '', issues);
@@ -201,18 +180,6 @@ function shallowCopy(value: JsonObject): JsonObject {
 // ---------------------------------------------------------------------------------------------
 
 const MISSING = 'required field is missing';
-const U32_MAX = 4294967295;
-const U64_MAX = 18446744073709551615n;
-
-function isU32(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= U32_MAX && (v !== 0 || !Object.is(v, -0));
-}
-
-function isU64(v: unknown): boolean {
-  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 && (v !== 0 || !Object.is(v, -0));
-  return typeof v === 'bigint' && v >= 0n && v <= U64_MAX;
-}
-
 /** Checks the named fields of an object; `prefix` is the path of the object plus `.` (or ''). */
 function checkFields(
   fields: readonly CompiledField[],
@@ -306,7 +273,7 @@ function checkValue(
       return ok;
     }
   }
-  issues?.push({ field: path, message: `expected ${type.expected}, got ${describe(v)}` });
+  issues?.push({ field: path, message: `expected ${type.expected}, got ${describeJsonValue(v)}` });
   return false;
 }
 
@@ -317,45 +284,14 @@ function integerMessage(expected: string, v: JsonValue, u64: boolean): string {
     if (u64 && v > 0 && !Number.isSafeInteger(v) && v <= 2 ** 64) {
       return `expected ${expected}, got the imprecise number ${BigInt(v)} (above 2^53 it must be read as a bigint)`;
     }
-    return `expected ${expected} (an integer 0..${max}), got ${describe(v)}`;
+    return `expected ${expected} (an integer 0..${max}), got ${describeJsonValue(v)}`;
   }
-  return `expected ${expected}, got ${describe(v)}`;
+  return `expected ${expected}, got ${describeJsonValue(v)}`;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Messages.
 // ---------------------------------------------------------------------------------------------
-
-/** What was found, for a message: `-1`, `the float 1.5`, `the string "12"`, `null`, … */
-function describe(v: JsonValue | undefined): string {
-  if (v === null) return 'null';
-  switch (typeof v) {
-    case 'undefined':
-      return 'nothing';
-    case 'boolean':
-      return `the boolean ${v}`;
-    case 'bigint':
-      return String(v);
-    case 'number':
-      if (Object.is(v, -0)) return '-0 (a negative zero, which the runtime reads as a float)';
-      if (Number.isSafeInteger(v)) return String(v);
-      return `the number ${v}`;
-    case 'string':
-      return `the string ${quote(v)}`;
-  }
-  if (v instanceof JsonFloat) return `the float ${v.text}`;
-  if (Array.isArray(v)) {
-    return v.length === 0 ? 'an empty array' : `an array of ${v.length} item${v.length === 1 ? '' : 's'}`;
-  }
-  return 'an object';
-}
-
-const MAX_QUOTED = 60;
-
-/** A string as JSON text (U+0000 and lone surrogates escaped), cut after 60 characters. */
-function quote(s: string): string {
-  return s.length <= MAX_QUOTED ? JSON.stringify(s) : `${JSON.stringify(s.slice(0, MAX_QUOTED))}…`;
-}
 
 const UNSTORABLE = 'which PostgreSQL cannot store; the snapshot reads this field';
 

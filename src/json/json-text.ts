@@ -1,5 +1,7 @@
 /**
  * Scans of JSON text that is known to be valid JSON: they look at strings only to step over them.
+ *
+ * @module
  */
 
 /**

@@ -96,7 +96,7 @@ export class ProjectorMetrics {
     }).labels(projection);
     this.stoppedSessions = new Counter({
       name: 'os_audit_sessions_stopped_total',
-      help: 'Sessions this daemon stopped at an event the projection cannot read or at a hole in their log, since it started.',
+      help: "Sessions this daemon stopped since it started: at an event the projection cannot read, at a hole in their log, or where the projection's SQL failed on their events.",
       labelNames,
       registers,
     }).labels(projection);

@@ -1,8 +1,3 @@
-import { type RawBuilder, sql } from 'kysely';
-import type { JsonValue } from '../json/json-value.js';
-import { hasUnstorableChar, UNSTORABLE_STRING_KEY } from '../json/storable-json.js';
-import { stringifyJson } from '../json/stringify-json.js';
-
 /**
  * What a projection reads of the events it folds, declared once and read two ways: in memory
  * ({@link readEvent}, for `verify` and `snapshot --at-seq`) and in SQL ({@link readFieldsSql}, for
@@ -22,7 +17,15 @@ import { stringifyJson } from '../json/stringify-json.js';
  * readEvent(reads, { kind: 'suspended', turn: 3, reason: 'ask_user' });
  * // { problem: null, fields: { turn: 3, reason: 'ask_user', pending_calls: [] } }
  * ```
+ *
+ * @module
  */
+
+import { type RawBuilder, sql } from 'kysely';
+import type { JsonValue } from '../json/json-value.js';
+import { hasUnstorableChar, UNSTORABLE_STRING_KEY } from '../json/storable-json.js';
+import { stringifyJson } from '../json/stringify-json.js';
+import { isU32, isU64 } from '../json/unsigned-integers.js';
 
 /** The types a field can be read as: `u32` and `u64` are JSON integers in their range, `strings` an array of strings. */
 export type FieldType = 'u32' | 'u64' | 'string' | 'strings';
@@ -59,7 +62,19 @@ export class FieldRead {
   }
 }
 
-/** The field reads of the vocabulary: each required (missing or null makes the event unreadable) until told otherwise. */
+/**
+ * The field reads of the vocabulary: each required (missing or null makes the event unreadable)
+ * until told otherwise. `u64` is for plug-in projections (the OS snapshot reads none): SQL reads
+ * it as `numeric`, memory as a number, or a `bigint` above 2^53.
+ *
+ * @example
+ * ```ts
+ * field.u32();                      // a turn: required
+ * field.u64().orNull();             // total_tokens: null when missing
+ * field.string().or('running');     // state: "running" when missing
+ * field.strings().whenTyped();      // kept when it is a string[], else null, never unreadable
+ * ```
+ */
 export const field = {
   u32: () => new FieldRead('u32', 'unreadable', false),
   u64: () => new FieldRead('u64', 'unreadable', false),
@@ -70,18 +85,42 @@ export const field = {
 /** The fields a projection reads, per kind. */
 export type EventReads = Readonly<Record<string, Readonly<Record<string, FieldRead>>>>;
 
-/** Columns of the projector's batch rows, which a field of the same name would hide. */
-const RESERVED_NAMES = new Set(['session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'stand_in', 'position', 'prev_seq', 'needs_log', 'problem']);
+/**
+ * The columns the projector's rows carry beside the read fields (the stored event's, and those
+ * a batch adds: `prev_seq`, `needs_log`, `problem`, the `rank` it numbers a session's rows
+ * with; see `batch-sql.ts`), which a field of the same name would hide or make ambiguous.
+ */
+const RESERVED_NAMES = new Set([
+  'session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'stand_in', 'position', 'prev_seq', 'needs_log', 'problem', 'rank',
+]);
+
+/** {@link readFieldsSql} names its own column for each field `x` `type_problem_x`. */
+const TYPE_PROBLEM_PREFIX = 'type_problem_';
 
 /**
  * Checks a table of reads: a field name that several kinds read must have one type in all of
- * them (SQL gives it one column), and none may be a column of the projector's batch rows.
+ * them (SQL gives it one column), none may be a column of the projector's rows or start with
+ * `type_problem_` (the SQL reading's own columns), and a default must be a value of its
+ * field's type that SQL text can hold.
+ *
+ * @example
+ * ```ts
+ * const reads = defineEventReads({ resumed: { turn: field.u32() }, budget_exceeded: { turn: field.u32(), budget: field.string() } });
+ * defineEventReads({ resumed: { rank: field.u32() } }); // throws: a column of the projector's rows
+ * ```
  */
 export function defineEventReads<T extends EventReads>(reads: T): T {
   const types = new Map<string, FieldType>();
   for (const [kind, fields] of Object.entries(reads)) {
     for (const [name, read] of Object.entries(fields)) {
-      if (RESERVED_NAMES.has(name)) throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (the projector uses it)`);
+      if (RESERVED_NAMES.has(name)) throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (a column of the projector's rows)`);
+      if (name.startsWith(TYPE_PROBLEM_PREFIX)) {
+        throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (names starting with "${TYPE_PROBLEM_PREFIX}" are the SQL reading's own)`);
+      }
+      if (read.whenMissing !== 'unreadable' && read.whenMissing.value !== null) {
+        const problem = typeProblem(read.type, read.whenMissing.value as JsonValue, name);
+        if (problem !== null) throw new Error(`event reads: the default of ${kind}: ${problem}`);
+      }
       const known = types.get(name);
       if (known !== undefined && known !== read.type) throw new Error(`event reads: field "${name}" of ${kind} is a ${read.type}, elsewhere a ${known}`);
       types.set(name, read.type);
@@ -107,11 +146,12 @@ export type EventRead = { problem: null; fields: Record<string, FieldValue> } | 
  * ```
  */
 export function readEvent(reads: EventReads, event: EventObject): EventRead | undefined {
-  const fields = reads[event['kind'] as string];
-  if (fields === undefined) return undefined;
+  // Own members only: a kind `toString` or a field `constructor` must not find Object.prototype's.
+  const kind = event['kind'] as string;
+  if (!Object.hasOwn(reads, kind)) return undefined;
   const values: Record<string, FieldValue> = {};
-  for (const [name, read] of Object.entries(fields)) {
-    const raw = event[name] as JsonValue | undefined;
+  for (const [name, read] of Object.entries(reads[kind]!)) {
+    const raw = (Object.hasOwn(event, name) ? event[name] : undefined) as JsonValue | undefined;
     if (raw === undefined || raw === null) {
       if (read.whenMissing === 'unreadable') return { problem: `field "${name}": ${MISSING}` };
       values[name] = read.whenMissing.value;
@@ -139,14 +179,9 @@ const SHOWN = 60;
 function typeProblem(type: FieldType, value: JsonValue, name: string): string | null {
   switch (type) {
     case 'u32':
-      return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 4294967295 && !Object.is(value, -0)
-        ? null
-        : expected(name, type, value);
+      return isU32(value) ? null : expected(name, type, value);
     case 'u64':
-      return (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && !Object.is(value, -0)) ||
-        (typeof value === 'bigint' && value >= 0n && value <= 18446744073709551615n)
-        ? null
-        : expected(name, type, value);
+      return isU64(value) ? null : expected(name, type, value);
     case 'string':
       if (typeof value !== 'string') return expected(name, type, value);
       return hasUnstorableChar(value) ? `field "${name}": ${UNSTORABLE}` : null;
@@ -192,36 +227,57 @@ export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: Sto
   const names = fieldNames(reads);
   const types = new Map(kinds.flatMap((k) => Object.entries(reads[k]!).map(([name, read]) => [name, read.type] as const)));
   const raw = (name: string) => sql`r.${sql.id(name)}`;
+  const typeProblem = (name: string) => sql.id(`${TYPE_PROBLEM_PREFIX}${name}`);
   // Why each field present has not its type: the same check whichever kind reads it.
-  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name), standIn)} AS ${sql.id(`type_problem_${name}`)}`);
+  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name), standIn)} AS ${typeProblem(name)}`);
   const problems = kinds.map((k) => {
     const fields = Object.entries(reads[k]!).filter(([, read]) => !read.lenient);
     const checks = fields.map(([name, read]) =>
       read.whenMissing === 'unreadable'
-        ? sql`CASE WHEN ${raw(name)} IS NULL THEN ${sql.lit(`field "${name}": ${MISSING}`)} ELSE r.${sql.id(`type_problem_${name}`)} END`
-        : sql`r.${sql.id(`type_problem_${name}`)}`,
+        ? sql`CASE WHEN ${raw(name)} IS NULL THEN ${sql.lit(`field "${name}": ${MISSING}`)} ELSE r.${typeProblem(name)} END`
+        : sql`r.${typeProblem(name)}`,
     );
     return sql`WHEN ${sql.lit(k)} THEN ${checks.length === 0 ? sql`NULL::text` : sql`coalesce(${sql.join(checks)})`}`;
   });
   const values = names.map((name) => {
-    const readers = kinds.filter((k) => reads[k]![name] !== undefined);
+    const readers = kinds.filter((k) => Object.hasOwn(reads[k]!, name));
     const cases = readers.map((k) => sql`WHEN ${sql.lit(k)} THEN ${fieldValueSql(reads[k]![name]!, raw(name))}`);
     return sql`CASE ${kind} ${sql.join(cases, sql` `)} END AS ${sql.id(name)}`;
   });
   const columns = sql.join(names.map((name) => sql`${sql.id(name)} json`));
-  const kindList = sql.join(kinds.map((k) => sql.lit(k)));
   // The kind gates the parse inside the call: a condition beside it, the planner would check
   // only after parsing.
   return sql`(
     SELECT CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}
     FROM (
       SELECT r.*, ${sql.join(typeProblems)}
-      FROM json_to_record(CASE WHEN ${kind} IN (${kindList}) THEN ${payload} END) AS r(${columns})
+      FROM json_to_record(CASE WHEN ${kind} IN (${readKindsSql(reads)}) THEN ${payload} END) AS r(${columns})
     ) AS r
   )`;
 }
 
-/** Every field any kind of `reads` names, once, in the order first met. */
+/**
+ * The kinds `reads` reads, as a list of SQL literals: for `kind IN (…)`.
+ *
+ * @example
+ * ```ts
+ * sql`SELECT count(*) FROM session_events WHERE kind IN (${readKindsSql(OS_SNAPSHOT_READS)})`
+ * ```
+ */
+export function readKindsSql(reads: EventReads): RawBuilder<unknown> {
+  return sql.join(Object.keys(reads).map((kind) => sql.lit(kind)));
+}
+
+/**
+ * Every field any kind of `reads` names, once, in the order first met: the columns of
+ * {@link readFieldsSql} after `problem`.
+ *
+ * @example
+ * ```ts
+ * fieldNames(defineEventReads({ resumed: { turn: field.u32() }, budget_exceeded: { turn: field.u32(), budget: field.string() } }));
+ * // ['turn', 'budget']
+ * ```
+ */
 export function fieldNames(reads: EventReads): string[] {
   return [...new Set(Object.values(reads).flatMap((fields) => Object.keys(fields)))];
 }
@@ -272,7 +328,8 @@ function missingValueSql(type: FieldType, value: FieldValue): RawBuilder<unknown
     case 'string':
       return sql`${sql.lit(String(value))}::text`;
     case 'strings':
-      return sql`${sql.lit(`{${(value as readonly string[]).map((item) => JSON.stringify(item)).join(',')}}`)}::text[]`;
+      // An item per literal: JSON's escapes (`\n`) are not those of an array literal ('{…}').
+      return sql`ARRAY[${sql.join((value as readonly string[]).map((item) => sql.lit(item)))}]::text[]`;
   }
 }
 

@@ -1,6 +1,3 @@
-import { type Kysely, sql } from 'kysely';
-import type { DB } from '../db/schema.js';
-
 /**
  * The projector's horizon: it reads only events of transactions older than every transaction
  * still in progress (on the whole server).
@@ -11,7 +8,12 @@ import type { DB } from '../db/schema.js';
  * // … later: everything committed before `limit` was read can now be projected
  * if (await horizonHasPassed(db, limit)) done();
  * ```
+ *
+ * @module
  */
+
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
 
 /** Every transaction id below this had started when it was read. */
 export async function currentTransactionLimit(db: Kysely<DB>): Promise<string> {

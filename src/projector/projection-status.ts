@@ -35,7 +35,7 @@ export interface ProjectionStatus {
   lastError: { message: string; at: Date | null } | null;
   /** Unreadable events set aside (`--skip-invalid`). */
   skippedEvents: number;
-  /** Sessions the projection is stopped at: at an event it cannot read, or at a hole in their log. */
+  /** Sessions the projection is stopped at: at an event it cannot read, a hole in their log, or where its SQL failed on their events. */
   blockedSessions: number;
   /** The first of them, oldest first (all are in the view `os_blocked_sessions`). */
   blocked: BlockedSession[];

@@ -1,9 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { COMPILED_KINDS, snapshotFieldsOf } from '../../src/events/event-schema.js';
+import { COMPILED_KINDS } from '../../src/events/event-schema.js';
 import { KNOWN_EVENT_KIND_LIST, type KnownEventKind } from '../../src/events/session-event.js';
 import {
-  checkEvent,
   EventValidationError,
   eventTurn,
   validateEvent,
@@ -453,45 +452,6 @@ describe('validateEvent: strings the snapshot reads', () => {
     expect(validateEvent(withField('memory_written', 'memory_id', s))['memory_id']).toBe(s);
     expect(validateEvent(withField('suspended', `extra_${s.length}`, s))[`extra_${s.length}`]).toBe(s);
   });
-
-  it('lists the snapshot fields of each kind in the schema', () => {
-    expect(snapshotFieldsOf('suspended')).toEqual(['kind', 'turn', 'reason', 'pending_calls']);
-    expect(snapshotFieldsOf('resumed')).toEqual(['kind', 'turn']);
-    expect(snapshotFieldsOf('agent_process_changed')).toEqual([
-      'kind',
-      'turn',
-      'agent_id',
-      'parent_session_id',
-      'role',
-      'isolation',
-      'context_inheritance',
-      'state',
-      'permitted_capability_ids',
-      'result_termination',
-    ]);
-    expect(snapshotFieldsOf('signal_disposed')).toEqual(['kind', 'turn', 'signal_id', 'disposition', 'queue_depth']);
-    expect(snapshotFieldsOf('budget_exceeded')).toEqual(['kind', 'turn', 'budget']);
-    expect(snapshotFieldsOf('page_out')).toEqual(['kind']);
-    expect(snapshotFieldsOf('workflow_completed')).toEqual(['kind']);
-  });
-});
-
-describe('validateEvent with fields: snapshot (how a projection reads a stored event)', () => {
-  const read = (value: object) => validateEvent(value as JsonObject, { fields: 'snapshot' });
-
-  it('checks only the fields the snapshot reads', () => {
-    expect(read({ kind: 'page_out' })).toEqual({ kind: 'page_out' });
-    expect(read({ kind: 'memory_retrieval_result' })).toEqual({ kind: 'memory_retrieval_result' });
-    expect(read({ kind: 'resumed', turn: 3, approved: 'not a list' })).toEqual({ kind: 'resumed', turn: 3, approved: 'not a list' });
-    expect(read({ kind: 'suspended', turn: 1, reason: 'ask_user' })).toEqual({ kind: 'suspended', turn: 1, reason: 'ask_user', pending_calls: [] });
-  });
-
-  it('refuses what the snapshot cannot read, naming the field', () => {
-    expect(() => read({ kind: 'suspended', turn: 'x', reason: 'r' })).toThrow(/field "turn"/);
-    expect(() => read({ kind: 'signal_disposed', turn: 1, signal_id: 's', disposition: 'queue', queue_depth: -1 })).toThrow(/field "queue_depth"/);
-    expect(() => read({ kind: 'agent_process_changed', turn: 1, agent_id: 'a', parent_session_id: 'p', role: 'r', isolation: 'i', context_inheritance: 'c', state: null })).toThrow(/field "state"/);
-    expect(() => read({ kind: 'budget_exceeded', turn: 1 })).toThrow(/field "budget": required field is missing/);
-  });
 });
 
 describe('validateEvent: extra fields and the result object', () => {
@@ -720,29 +680,5 @@ describe('eventTurn', () => {
     for (const turn of [undefined, -1, U32_MAX + 1, 2n, new JsonFloat('7.0'), 7.5, '7', null, true, -0]) {
       expect(turnOf(turn)).toBeNull();
     }
-  });
-});
-
-describe('checkEvent', () => {
-  it('checks as validateEvent does and gives its kind and turn, without making the event', () => {
-    const valid = [...KNOWN_EVENT_KIND_LIST.flatMap((kind) => [exampleEvent(kind), exampleEvent(kind, 'minimal')]), { kind: 'workflow_completed', turn: 7 }];
-    for (const event of valid) {
-      const validated = validateEvent(event);
-      expect(checkEvent(event)).toEqual({ kind: validated.kind, turn: eventTurn(validated) });
-    }
-    for (const c of invalidCases) {
-      const refusal = (check: (event: JsonValue) => unknown) => {
-        try {
-          check(c.event);
-        } catch (error) {
-          return error;
-        }
-        throw new Error(`${c.kind}: ${c.what} was accepted`);
-      };
-      const checked = refusal(checkEvent);
-      expect(checked).toBeInstanceOf(EventValidationError);
-      expect((checked as Error).message).toBe((refusal(validateEvent) as Error).message);
-    }
-    expect(() => checkEvent({ kind: 'workflow_completed' }, { strict: true })).toThrow(/unknown kind/);
   });
 });

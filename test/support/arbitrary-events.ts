@@ -43,7 +43,7 @@ export interface ArbitraryEventOptions {
   /** Allow JSON floats ({@link JsonFloat}) inside free-form JSON (messages, extras…). Default true. */
   floats?: boolean;
   /**
-   * Allow strings PostgreSQL's `text` / `jsonb` refuse (`\u0000`, lone surrogates) in free
+   * Allow strings PostgreSQL's `text` cannot hold (`\u0000`, lone surrogates) in free
    * text and free JSON. Never in the fields the snapshot reads, where the validator refuses
    * them. Default false.
    */
