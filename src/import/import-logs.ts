@@ -1,7 +1,8 @@
 import { createReadStream, type Dirent, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { isJsonObject, JsonFloat, type JsonObject } from '../json/json-value.js';
+import { describeJsonValue } from '../json/describe-json-value.js';
+import { isJsonObject, type JsonObject } from '../json/json-value.js';
 import { JsonParseError, parseJsonKeepingMember } from '../json/parse-json.js';
 import { ConcurrencyError } from '../store/concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventText } from '../store/encode-event.js';
@@ -458,15 +459,9 @@ function parseEnvelope(text: string, origin: EventOrigin, fields: readonly strin
 function readSeq(envelope: JsonObject, origin: EventOrigin): number {
   const seq = envelope.seq;
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
-    throw new InvalidEventError(origin, `field "seq": expected an integer from 0, got ${describeValue(seq)}`);
+    throw new InvalidEventError(origin, `field "seq": expected an integer from 0, got ${describeJsonValue(seq)}`);
   }
   return seq;
-}
-
-function describeValue(value: unknown): string {
-  if (typeof value === 'bigint') return value.toString();
-  if (value instanceof JsonFloat) return value.text;
-  return JSON.stringify(value) ?? String(value);
 }
 
 /** Errors about the input, reported per unit; anything else (the database down…) stops the import. */

@@ -1,6 +1,6 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { type EventReads, readFieldsSql } from './event-reads.js';
+import { type EventReads, readFieldsSql, readKindsSql } from './event-reads.js';
 
 /**
  * A batch of events as a projection folds it: two relations, in SQL.
@@ -65,11 +65,10 @@ export interface Projection {
  * ```
  */
 export function eventBatchOf(projection: Projection, events: RawBuilder<unknown>): EventBatchSql {
-  const kinds = sql.join(Object.keys(projection.reads).map((kind) => sql.lit(kind)));
   return {
     events: sql`(SELECT e.session_id, e.seq, e.kind, e.recorded_at, r.* FROM ${events} AS e
       CROSS JOIN LATERAL ${readFieldsSql(projection.reads, { kind: sql`e.kind`, payload: sql`e.payload`, standIn: sql`e.payload_text IS NOT NULL` })} AS r
-      WHERE e.kind IN (${kinds}) AND r.problem IS NULL)`,
+      WHERE e.kind IN (${readKindsSql(projection.reads)}) AND r.problem IS NULL)`,
     sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${countersSql(projection)} FROM ${events} AS e GROUP BY session_id)`,
   };
 }

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import { fieldNames, readFieldsSql } from '../event-reads.js';
+import { fieldNames, readFieldsSql, readKindsSql } from '../event-reads.js';
 import { countersSql, type Projection } from '../projection.js';
 
 /** The values a batch statement takes; the statement is the same for every batch of a projection. */
@@ -79,7 +79,7 @@ const STOPPED_REPORTED = 10;
 export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
   const name = sql.lit(projection.name);
   const heads = sql.table(projection.sessionHeads);
-  const readKinds = readKindsSql(projection);
+  const readKinds = readKindsSql(projection.reads);
   const [owner, epoch, ttlMs, limit, skipInvalid] = [sql`$1::text`, sql`$2::bigint`, sql`$3::bigint`, sql`$4::bigint`, sql`$5::boolean`];
   const events = sql`(SELECT session_id, seq, kind, recorded_at, ${sql.join(fieldNames(projection.reads).map((field) => sql.id(field)))} FROM batch_folded WHERE kind IN (${readKinds}) AND problem IS NULL)`;
   const sessions = sql`(SELECT * FROM batch_moved_sessions)`;
@@ -270,7 +270,7 @@ export function stopAtWindowEventSql(projection: Projection): RawBuilder<Stopped
   const name = sql.lit(projection.name);
   return sql`
     WITH batch_checkpoint AS MATERIALIZED (${checkpointSql(projection)}),
-    culprit AS (SELECT session_id FROM (${windowSql(sql`$1::bigint`, readKindsSql(projection))}) AS w ORDER BY transaction_id DESC, position DESC LIMIT 1),
+    culprit AS (SELECT session_id FROM (${windowSql(sql`$1::bigint`, readKindsSql(projection.reads))}) AS w ORDER BY transaction_id DESC, position DESC LIMIT 1),
     first_unfolded AS (
       SELECT e.session_id, e.seq, e.position, e.kind, 'failed' AS reason, $2::text AS problem
       FROM culprit AS c
@@ -291,9 +291,4 @@ function blockSessionsSql(projection: Projection, stops: RawBuilder<unknown>): R
     ON CONFLICT (projection, session_id) DO UPDATE
       SET seq = excluded.seq, position = excluded.position, kind = excluded.kind, reason = excluded.reason,
           problem = excluded.problem, blocked_at = now()`;
-}
-
-/** The kinds whose fields the projection reads, as a list of SQL literals. */
-function readKindsSql(projection: Projection): RawBuilder<unknown> {
-  return sql.join(Object.keys(projection.reads).map((kind) => sql.lit(kind)));
 }
