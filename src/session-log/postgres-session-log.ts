@@ -35,6 +35,11 @@ export interface PostgresSessionLogOptions {
    * How `read` gives events back: `'plain'` (default) as `JSON.parse` gives them, as the SDKs'
    * own logs do; `'exact'` through `parseJson`, integers above 2^53 as `bigint` and numbers
    * written with a fraction or an exponent as `JsonFloat` (for audit code).
+   *
+   * Appends store what `JSON.stringify(event)` writes either way (`toJSON` called, `undefined`
+   * members left out, `NaN` and `Infinity` written `null`). With `'exact'` they also take the
+   * values such reads give, and write them as they were read: a `bigint` as its digits, a
+   * `JsonFloat` as its text, `-0` as `-0` (see `stringifyJson`).
    */
   values?: 'plain' | 'exact';
   /** The kinds of each kernel primitive, for `read`'s `primitiveFilter`; default {@link KERNEL_PRIMITIVES_V0_2_60}. */
@@ -106,6 +111,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     this.kernelJournal = new PostgresKernelJournal(db, { errors: options.journalErrors });
     const exact = options.values === 'exact';
     this.parse = (exact ? parseJson : JSON.parse) as (text: string) => Event;
+    // Both store JSON.stringify's text; only stringifyJson writes bigint and JsonFloat, the native one is faster.
     this.encode = exact ? (event, origin) => encodeEventValue(event as unknown as JsonValue, origin) : encodeSdkEvent;
     this.primitives = options.primitives ?? KERNEL_PRIMITIVES_V0_2_60;
   }

@@ -88,6 +88,23 @@ describe('the SessionLog interface', () => {
     expect(read[2]!.event.kind).toBe('workflow_completed');
   });
 
+  it('stores what JSON.stringify writes with values: exact too, and the exact values its reads give exactly', async () => {
+    const log = new PostgresSessionLog(testDb.db, { values: 'exact' });
+    const written = { kind: 'tool_completed', turn: 1, at: new Date(Date.UTC(2024, 0, 2)), scores: [1, Number.NaN, undefined, Number.POSITIVE_INFINITY], skipped: undefined };
+    await log.append('exact-writes', written);
+    const [read] = parseJson('[{"kind":"run_terminal","reason":"done","turns_used":1,"total_tokens":18446744073709551615,"cost":1.50,"zero":-0}]') as JsonObject[];
+    await log.append('exact-writes', read!);
+    await log.append('exact-writes', (await log.read('exact-writes', 1))[0]!.event);
+    const texts = [];
+    for await (const { text } of log.store.readSessionText('exact-writes')) texts.push(text);
+    expect(texts).toEqual([
+      JSON.stringify(written),
+      '{"kind":"run_terminal","reason":"done","turns_used":1,"total_tokens":18446744073709551615,"cost":1.50,"zero":-0}',
+      '{"kind":"run_terminal","reason":"done","turns_used":1,"total_tokens":18446744073709551615,"cost":1.50,"zero":-0}',
+    ]);
+    expect(texts[0]).toBe('{"kind":"tool_completed","turn":1,"at":"2024-01-02T00:00:00.000Z","scores":[1,null,null,null]}');
+  });
+
   it('stores any object with a non-empty string kind, and rejects anything else naming the session, storing nothing', async () => {
     const log = sessionLog();
     // Shapes the SDKs write that the Rust core's contract does not: stored as they are.

@@ -91,15 +91,14 @@ describe('append', () => {
     expect(await countRows('strict-1')).toBe(0);
   });
 
-  it('stores an undefined optional field as absent, and refuses a value JSON cannot hold, naming the session', async () => {
+  it('stores a value as JSON.stringify writes it (undefined left out, NaN null, toJSON called), integers and floats exactly', async () => {
     const sdkEvent = { kind: 'page_out', turn: 1, summary: undefined, message_count: 2 } as unknown as JsonValue;
     expect(await store().append('undefined-1', [sdkEvent])).toEqual([0]);
     expect((await readAll('undefined-1'))[0]!.event).toEqual({ kind: 'page_out', turn: 1, message_count: 2 });
 
-    const attempt = store().append('nan-1', [{ kind: 'llm_completed', turn: 1, message: { score: Number.NaN } }]);
-    await expect(attempt).rejects.toBeInstanceOf(InvalidEventError);
-    await expect(attempt).rejects.toThrow(/session "nan-1", event #0: not JSON: NaN/);
-    expect(await countRows('nan-1')).toBe(0);
+    const event = { kind: 'llm_completed', turn: 1, message: { score: Number.NaN, at: new Date(0) }, tokens: 2n ** 64n, cost: new JsonFloat('1.0') } as unknown as JsonValue;
+    expect(await store().append('nan-1', [event])).toEqual([0]);
+    expect((await readAll('nan-1'))[0]!.text).toBe('{"kind":"llm_completed","turn":1,"message":{"score":null,"at":"1970-01-01T00:00:00.000Z"},"tokens":18446744073709551616,"cost":1.0}');
   });
 
   it('stores U+0000 anywhere, and refuses session ids that text cannot hold', async () => {
