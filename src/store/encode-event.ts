@@ -53,8 +53,9 @@ export function encodeEventText(text: string, origin: EventOrigin, options: Enco
 }
 
 /**
- * Encodes one event given as a value (integers above 2^53 as `bigint`, floats as `JsonFloat`,
- * see `stringifyJson`), with the same refusals as {@link encodeEventText}.
+ * Encodes one event given as a value (integers above 2^53 as `bigint`, floats as `JsonFloat`),
+ * stored as `stringifyJson` writes it (what `JSON.stringify` writes, those numbers exactly),
+ * with the same refusals as {@link encodeEventText}.
  *
  * @example
  * ```ts
@@ -62,16 +63,15 @@ export function encodeEventText(text: string, origin: EventOrigin, options: Enco
  * ```
  */
 export function encodeEventValue(value: JsonValue, origin: EventOrigin, options: EncodeOptions = {}): EncodedEvent {
-  const event = checkEvent(value, origin, options);
-  let text: string;
+  let text: string | undefined;
   try {
-    text = stringifyJson(event);
+    text = stringifyJson(value);
   } catch (error) {
     if (error instanceof RangeError) throw new InvalidEventError(origin, error.message);
     if (error instanceof TypeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
     throw error;
   }
-  return encoded(event, text);
+  return encodeWritten(value, text, origin, options);
 }
 
 /**
@@ -93,17 +93,38 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
     if (error instanceof TypeError || error instanceof RangeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
     throw error;
   }
-  if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new InvalidEventError(origin, TOO_DEEP_MESSAGE);
-  // A toJSON of its own makes the text another object than the one at hand: read the text.
-  if (options.strict || mayHoldUnreadableEscape(text) || typeof (event as { toJSON?: unknown }).toJSON === 'function') {
-    return encodeEventText(text, origin, options);
-  }
-  const kind = (event as { kind?: unknown }).kind;
-  checkKind(kind, origin);
-  return { kind: kind as string, turn: u32OrNull((event as { turn?: unknown }).turn), payload: text, payloadText: null };
+  if (text !== undefined && nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new InvalidEventError(origin, TOO_DEEP_MESSAGE);
+  return encodeWritten(event, text, origin, options);
 }
 
+/**
+ * The row of `event`, of which `text` is the JSON text written. The text is what is stored, so
+ * the `kind` and `turn` columns must be its own: they are read off the object only where it
+ * shows them as the text has them, else from the text (which also refuses it when it is no event).
+ */
+function encodeWritten(event: unknown, text: string | undefined, origin: EventOrigin, options: EncodeOptions): EncodedEvent {
+  if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
+  const shown = options.strict || mayHoldUnreadableEscape(text) ? undefined : kindAndTurnAsWritten(event as object);
+  if (shown === undefined) return encodeEventText(text, origin, options);
+  return { kind: shown.kind, turn: u32OrNull(shown.turn), payload: text, payloadText: null };
+}
+
+/**
+ * The object's `kind` (a non-empty string) and `turn` as its JSON text has them, when they are
+ * plain own data members; `undefined` when only the text can tell (a getter, an inherited or
+ * non-enumerable member, a `toJSON`, a `kind` that is no such string).
+ */
+function kindAndTurnAsWritten(event: object): { kind: string; turn: unknown } | undefined {
+  if (typeof (event as { toJSON?: unknown }).toJSON === 'function') return undefined;
+  const kind = Object.getOwnPropertyDescriptor(event, 'kind');
+  if (kind === undefined || !kind.enumerable || typeof kind.value !== 'string' || kind.value === '') return undefined;
+  const turn = Object.getOwnPropertyDescriptor(event, 'turn');
+  if (turn !== undefined && (!turn.enumerable || !('value' in turn))) return undefined;
+  // Numbers the text may write otherwise: -0 as 0 (JSON.stringify), a bigint or a boxed number as its digits.
+  const turnValue: unknown = turn?.value;
+  if (Object.is(turnValue, -0) || typeof turnValue === 'bigint' || (typeof turnValue === 'object' && turnValue !== null)) return undefined;
+  return { kind: kind.value, turn: turnValue };
+}
 
 /** The event as an object with a non-empty string kind (and, under `strict`, the Rust core's shape). */
 function checkEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions): JsonObject {

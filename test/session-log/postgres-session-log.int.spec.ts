@@ -116,6 +116,22 @@ describe('the SessionLog interface', () => {
     expect(await log.latestSeq('invalid')).toBe(1);
   });
 
+  it('takes the kind from the text it stores: a kind JSON.stringify does not write is refused before anything is sent', async () => {
+    const log = sessionLog();
+    class Gated {
+      turn = 1;
+      get kind() {
+        return 'tool_gated';
+      }
+    }
+    await expect(log.append('kind-of-text', new Gated())).rejects.toThrow(/^session "kind-of-text": field "kind": required field is missing$/);
+    let calls = 0;
+    const shifting = Object.defineProperty({ turn: 2 }, 'kind', { get: () => (calls++ === 0 ? 'page_in' : 'page_out'), enumerable: true });
+    expect(await log.append('kind-of-text', shifting)).toBe(0);
+    // The kind column (which the primitive filter reads) is the stored text's.
+    expect(await log.read('kind-of-text', 0, 'mm')).toEqual([{ seq: 0, event: { turn: 2, kind: 'page_in' } }]);
+  });
+
   it('takes seqs in call order for appends started together, as the SDK classes do', async () => {
     const log = sessionLog();
     const seqs = await Promise.all(range(20).map((turn) => log.append('together', { kind: 'llm_completed', turn, content: String(turn), tool_calls: [] })));
