@@ -2,7 +2,7 @@ import { EventValidationError, validateEvent } from '../events/validate-event.js
 import { compactJson, nestsDeeperThan } from '../json/json-text.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
 import { MAX_JSON_DEPTH, parseJson, TOO_DEEP_MESSAGE } from '../json/parse-json.js';
-import { hasUnstorableChar, mayHoldUnreadableEscape, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
+import { escapeLoneSurrogates, hasUnstorableChar, mayHoldUnreadableString, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
 
@@ -15,10 +15,13 @@ export interface EncodedEvent {
   /**
    * JSON text for the `payload` column, which PostgreSQL's JSON functions can always read: the
    * event as written (white space between tokens removed) or, when that holds a string SQL
-   * cannot read (U+0000, a lone surrogate), a readable stand-in.
+   * cannot read (U+0000, a lone surrogate, escaped or not), a readable stand-in.
    */
   payload: string;
-  /** The exact event, only where `payload` is a stand-in. */
+  /**
+   * The exact event, only where `payload` is a stand-in; a lone surrogate written as is there is
+   * written as its escape (`\ud800`: the same JSON), since PostgreSQL text cannot hold it.
+   */
   payloadText: string | null;
 }
 
@@ -104,7 +107,7 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
  */
 function encodeWritten(event: unknown, text: string | undefined, origin: EventOrigin, options: EncodeOptions): EncodedEvent {
   if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
-  const shown = options.strict || mayHoldUnreadableEscape(text) ? undefined : kindAndTurnAsWritten(event as object);
+  const shown = options.strict || mayHoldUnreadableString(text) ? undefined : kindAndTurnAsWritten(event as object);
   if (shown === undefined) return encodeEventText(text, origin, options);
   return { kind: shown.kind, turn: u32OrNull(shown.turn), payload: text, payloadText: null };
 }
@@ -151,9 +154,9 @@ function checkKind(kind: unknown, origin: EventOrigin): void {
 function encoded(event: JsonObject, text: string): EncodedEvent {
   const kind = event['kind'] as string;
   const turn = u32OrNull(event['turn']);
-  const standIn = mayHoldUnreadableEscape(text) ? readableStandInText(event) : undefined;
+  const standIn = mayHoldUnreadableString(text) ? readableStandInText(event) : undefined;
   if (standIn === undefined) return { kind, turn, payload: text, payloadText: null };
-  return { kind: replaceUnstorableChars(kind), turn, payload: standIn, payloadText: text };
+  return { kind: replaceUnstorableChars(kind), turn, payload: standIn, payloadText: escapeLoneSurrogates(text) };
 }
 
 function u32OrNull(turn: unknown): number | null {

@@ -244,6 +244,21 @@ describe('readSession', () => {
     expect((await testDb.db.selectFrom('session_events').select('turn').where('session_id', '=', 'as-written').executeTakeFirstOrThrow()).turn).toBeNull();
   });
 
+  it('keeps a lone surrogate written as it is (not escaped) in a text, as its escape, where the driver would send U+FFFD', async () => {
+    const written = '{"kind":"x\ud800","note":"lone \udc00 and a pair \ud83d\ude00","\ud800key":1}';
+    await store().appendEncoded('raw-lone', [encodeEventText(written, { sessionId: 'raw-lone' })]);
+    const [stored] = await readAll('raw-lone');
+    expect(stored!.text).toBe(JSON.stringify(JSON.parse(written)));
+    expect(stored!.text).toBe('{"kind":"x\\ud800","note":"lone \\udc00 and a pair 😀","\\ud800key":1}');
+    expect(stored!.event).toEqual(parseJson(written));
+    // SQL reads the readable stand-in, as for an escaped lone surrogate.
+    const row = await sql<{ kind: string; note: string }>`
+      SELECT kind, payload #>> '{note,os_audit_unstorable_string}' AS note FROM session_events WHERE session_id = 'raw-lone'`.execute(testDb.db);
+    expect(row.rows).toEqual([{ kind: 'x\ufffd', note: 'lone \ufffd and a pair 😀' }]);
+    // A session id cannot keep one at all.
+    await expect(store().appendEncoded('raw-lone\udc00', [encodeEventText('{"kind":"x"}', {})])).rejects.toThrow(/session id/);
+  });
+
   it('stores numbers beyond what jsonb holds, and gives them back exactly', async () => {
     const events = parseJson('[{"kind":"x_metrics","huge":1e131072,"tiny":-1e-20000,"ok":2.50}]');
     await store().append('huge-numbers', events as never[]);
