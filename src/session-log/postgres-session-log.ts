@@ -149,12 +149,25 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
         return;
       }
       this.queues.set(sessionId, []);
-      void this.send(sessionId, [queued]);
+      void this.drain(sessionId, [queued]);
     });
   }
 
-  /** Stores a group of appends in one statement, then the group that gathered meanwhile. */
-  private async send(sessionId: string, group: QueuedAppend[]): Promise<void> {
+  /** Stores a group of appends, then each group that gathered meanwhile, until none waits. */
+  private async drain(sessionId: string, first: QueuedAppend[]): Promise<void> {
+    let group = first;
+    for (;;) {
+      await this.storeGroup(sessionId, group);
+      const waiting = this.queues.get(sessionId)!;
+      if (waiting.length === 0) break;
+      this.queues.set(sessionId, []);
+      group = waiting;
+    }
+    this.queues.delete(sessionId);
+  }
+
+  /** Stores a group of appends in one statement and settles each. */
+  private async storeGroup(sessionId: string, group: readonly QueuedAppend[]): Promise<void> {
     try {
       const seqs = await this.store.appendEncoded(sessionId, group.flatMap((queued) => queued.events));
       let next = 0;
@@ -165,13 +178,6 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     } catch (error) {
       for (const queued of group) queued.reject(error);
     }
-    const waiting = this.queues.get(sessionId)!;
-    if (waiting.length === 0) {
-      this.queues.delete(sessionId);
-      return;
-    }
-    this.queues.set(sessionId, []);
-    await this.send(sessionId, waiting);
   }
 
   /**
@@ -204,3 +210,4 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     if (this.ownsDatabase) await this.db.destroy();
   }
 }
+
