@@ -70,7 +70,8 @@ interface QueuedAppend {
  *   rejected with an `InvalidEventError` naming the session, and nothing is stored.
  * - **Call order.** Appends to one session on one instance take seqs in the order they were
  *   called, even when started together (`Promise.all`): while one is on its way, the next ones
- *   wait and then go together, in one statement.
+ *   wait and then go together, in one statement. Should the database refuse it, each goes
+ *   again alone: one caller's refused event fails that caller's append only.
  * - **Many writers.** Any number of instances, in any number of processes, may append to one
  *   session at once: each append locks the session's head row, so every event gets its own
  *   seq, gap-free.
@@ -166,7 +167,11 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     this.queues.delete(sessionId);
   }
 
-  /** Stores a group of appends in one statement and settles each. */
+  /**
+   * Stores a group of appends in one statement and settles each. When the database refuses the
+   * statement, nothing of it is stored: each append is then stored alone, in order, so that
+   * one caller's event the database refuses fails that caller only.
+   */
   private async storeGroup(sessionId: string, group: readonly QueuedAppend[]): Promise<void> {
     try {
       const seqs = await this.store.appendEncoded(sessionId, group.flatMap((queued) => queued.events));
@@ -176,7 +181,11 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
         next += queued.events.length;
       }
     } catch (error) {
-      for (const queued of group) queued.reject(error);
+      if (group.length > 1 && refusedByDatabase(error)) {
+        for (const queued of group) await this.storeGroup(sessionId, [queued]);
+      } else {
+        for (const queued of group) queued.reject(error);
+      }
     }
   }
 
@@ -211,3 +220,10 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   }
 }
 
+/**
+ * Whether PostgreSQL refused a statement with an ERROR, which rolls its transaction back:
+ * nothing of it is stored. (After a FATAL error or a lost connection that is not known.)
+ */
+function refusedByDatabase(error: unknown): boolean {
+  return error instanceof Error && (error as { severity?: unknown }).severity === 'ERROR';
+}

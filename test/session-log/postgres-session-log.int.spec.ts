@@ -142,6 +142,20 @@ describe('the SessionLog interface', () => {
     expect(mixed.map((result) => (result.status === 'fulfilled' ? result.value : 'refused'))).toEqual([20, 'refused', 21]);
   });
 
+  it("keeps an event the database refuses from failing the other callers' appends that went with it in one statement", async () => {
+    const log = sessionLog();
+    // Its kind is page_in as a property but page_out as JSON.stringify gets it: the database's check refuses the row.
+    const refused = new Proxy(pageIn(2), { get: (target, key, receiver) => (key === 'kind' ? 'page_out' : Reflect.get(target, key, receiver)) });
+    const results = await Promise.allSettled([
+      log.append('shared-statement', pageIn(1)),
+      log.appendMany('shared-statement', [pageIn(2), refused]),
+      log.append('shared-statement', pageIn(3)),
+      log.appendMany('shared-statement', [pageIn(4), pageIn(5)]),
+    ]);
+    expect(results.map((result) => (result.status === 'fulfilled' ? result.value : (result.reason as { code?: string }).code))).toEqual([0, '23514', 1, [2, 3]]);
+    expect((await log.read('shared-statement')).map((entry) => entry.event.turn)).toEqual([1, 3, 4, 5]);
+  });
+
   it('filters by kernel primitive as the SDK maps kinds (v0.2.60 by default, 0.2.36 when asked)', async () => {
     const log = sessionLog();
     for (const kind of ['run_started', 'page_out', 'suspended', 'tool_gated', 'large_result_spooled', 'agent_process_changed', 'memory_written']) {
