@@ -5,13 +5,15 @@
  *
  * @example
  * ```ts
- * import { foldOsSnapshot, migrateToLatest, PostgresSessionLog, validateEvent } from 'os-audit';
+ * import { foldOsSnapshot, migrateToLatest, PostgresSessionLog } from 'os-audit';
  *
- * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL! });
+ * // values: 'exact' reads events as the SQL projection and `verify` do (`3.0` is no u32 there,
+ * // where JSON.parse would give 3), so that the fold below is the one they compute.
+ * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL!, values: 'exact' });
  * await migrateToLatest(log.db);
  * await log.append('session-1', { kind: 'suspended', turn: 3, reason: 'ask_user', pending_calls: ['c1'] });
  * const entries = await log.read('session-1');
- * console.log(foldOsSnapshot(entries.map(({ event }) => validateEvent(event))).last_suspend);
+ * console.log(foldOsSnapshot(entries.map(({ event }) => event)).last_suspend); // { turn: 3, reason: 'ask_user', pending_calls: ['c1'] }
  * await log.close();
  * ```
  *
