@@ -1,26 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 
-/**
- * The runtime's kernel journal (the deepstrike v0.2.60 SDK's `KernelJournal`,
- * `node/src/runtime/kernel-journal.ts`) in PostgreSQL: durable, and atomic across processes,
- * since every compare-and-set runs in a transaction that locks the operation's row.
- *
- * Records and checkpoints are opaque: their bytes are stored verbatim and their digests as the
- * runtime hands them, never computed here. Failures are typed as the SDK types them:
- * {@link JournalCasConflictError} (retry after a rebuild), {@link JournalIntegrityError} (the
- * chain or the caller's claim contradicts itself), {@link JournalIoError} (the database failed;
- * the journal's state is unknown). Give the SDK's own error classes as `errors` and those are
- * thrown instead, for code that tests `instanceof` against them.
- *
- * @example
- * ```ts
- * const journal = new PostgresKernelJournal(openDatabase({ connectionString: process.env.DATABASE_URL! }));
- * await journal.compareAndAppend('op-1', undefined, { step_seq: 0, record_digest: 'd0', record_bytes: new Uint8Array([1]) });
- * await journal.head('op-1'); // { step_seq: 0, record_digest: 'd0' }
- * ```
- */
-
 /** Chain positions stay below this (the SDK's bound, shared across hosts). */
 export const MAX_CHAIN_POSITION = 1_000_000_000_000;
 
@@ -106,6 +86,25 @@ class JournalRefusal extends Error {
   }
 }
 
+/**
+ * The runtime's kernel journal (the deepstrike v0.2.60 SDK's `KernelJournal`,
+ * `node/src/runtime/kernel-journal.ts`) in PostgreSQL: durable, and atomic across processes,
+ * since every compare-and-set runs in a transaction that locks the operation's row.
+ *
+ * Records and checkpoints are opaque: their bytes are stored verbatim and their digests as the
+ * runtime hands them, never computed here. Failures are typed as the SDK types them:
+ * {@link JournalCasConflictError} (retry after a rebuild), {@link JournalIntegrityError} (the
+ * chain or the caller's claim contradicts itself), {@link JournalIoError} (the database failed;
+ * the journal's state is unknown). Give the SDK's own error classes as `errors` and those are
+ * thrown instead, for code that tests `instanceof` against them.
+ *
+ * @example
+ * ```ts
+ * const journal = new PostgresKernelJournal(openDatabase({ connectionString: process.env.DATABASE_URL! }));
+ * await journal.compareAndAppend('op-1', undefined, { step_seq: 0, record_digest: 'd0', record_bytes: new Uint8Array([1]) });
+ * await journal.head('op-1'); // { step_seq: 0, record_digest: 'd0' }
+ * ```
+ */
 export class PostgresKernelJournal {
   private readonly errors: JournalErrorClasses;
 
