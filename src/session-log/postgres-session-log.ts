@@ -12,24 +12,55 @@ import type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } fr
 /**
  * The kinds of the kernel primitives `syscall` and `mm` (every other kind is `sched`), as the
  * SDK maps them (`primitiveForKind` in `node/src/runtime/kernel-event-log.ts`).
+ *
+ * @example
+ * ```ts
+ * const primitives: KernelPrimitiveKinds = { ...KERNEL_PRIMITIVES_V0_2_60, mm: [...KERNEL_PRIMITIVES_V0_2_60.mm, 'summary_upgraded'] };
+ * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL!, primitives });
+ * ```
  */
 export interface KernelPrimitiveKinds {
   readonly syscall: readonly string[];
   readonly mm: readonly string[];
 }
 
-/** The SDK's map at v0.2.60 (the default). */
+/**
+ * The SDK's map at v0.2.60 (the default).
+ *
+ * @example
+ * ```ts
+ * KERNEL_PRIMITIVES_V0_2_60.syscall; // ['tool_gated', 'capability_changed']
+ * ```
+ */
 export const KERNEL_PRIMITIVES_V0_2_60: KernelPrimitiveKinds = {
   syscall: ['tool_gated', 'capability_changed'],
   mm: ['compressed', 'page_out', 'page_in', 'page_in_requested', 'renewed', 'context_renewed', 'memory_written', 'memory_queried', 'memory_validation_failed'],
 };
 
-/** The SDK's map at 0.2.36 (commit 5c2a79c): `large_result_spooled` was `mm` too. */
+/**
+ * The SDK's map at 0.2.36 (commit 5c2a79c): `large_result_spooled` was `mm` too.
+ *
+ * @example
+ * ```ts
+ * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL!, primitives: KERNEL_PRIMITIVES_V0_2_36 });
+ * await log.read('session-1', 0, 'mm'); // large_result_spooled events among them
+ * ```
+ */
 export const KERNEL_PRIMITIVES_V0_2_36: KernelPrimitiveKinds = {
   syscall: KERNEL_PRIMITIVES_V0_2_60.syscall,
   mm: [...KERNEL_PRIMITIVES_V0_2_60.mm, 'large_result_spooled'],
 };
 
+/**
+ * How a {@link PostgresSessionLog} reads events back, filters them by kernel primitive and
+ * reports kernel journal failures; {@link PostgresSessionLog.connect} takes these with the
+ * database's options.
+ *
+ * @example
+ * ```ts
+ * const log = new PostgresSessionLog(openDatabase({ connectionString: process.env.DATABASE_URL! }), { values: 'exact' });
+ * ```
+ */
 export interface PostgresSessionLogOptions {
   /**
    * How `read` gives events back: `'plain'` (default) as `JSON.parse` gives them, as the SDKs'
@@ -210,6 +241,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     return entries;
   }
 
+  /** The seq of the session's last event, or -1 for a session without events. */
   async latestSeq(sessionId: string): Promise<number> {
     return this.store.lastSeq(sessionId);
   }

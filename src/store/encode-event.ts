@@ -6,7 +6,16 @@ import { escapeLoneSurrogates, hasUnstorableChar, mayHoldUnreadableString, reada
 import { stringifyJson } from '../json/stringify-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
 
-/** An event ready for a `session_events` row. */
+/**
+ * An event ready for a `session_events` row.
+ *
+ * @example
+ * ```ts
+ * encodeEventText('{"kind":"x","note":"a\\u0000b"}', {});
+ * // { kind: 'x', turn: null, payload: '{"kind":"x","note":{"os_audit_unstorable_string":"a\ufffdb"}}',
+ * //   payloadText: '{"kind":"x","note":"a\\u0000b"}' }
+ * ```
+ */
 export interface EncodedEvent {
   /** The event's `kind`, for the `kind` column (U+FFFD in place of a character `text` cannot hold). */
   kind: string;
@@ -25,6 +34,15 @@ export interface EncodedEvent {
   payloadText: string | null;
 }
 
+/**
+ * How an event is checked before it is encoded.
+ *
+ * @example
+ * ```ts
+ * encodeEventText('{"kind":"llm_completed","turn":1,"content":"hi"}', {}, { strict: true });
+ * // throws InvalidEventError: field "message": required field is missing
+ * ```
+ */
 export interface EncodeOptions {
   /**
    * Enforce the Rust core's shapes (section 2 of the contract): refuse what its decoder would,

@@ -33,7 +33,15 @@ export interface ReadSessionOptions {
   pageSize?: number;
 }
 
-/** One stored event as its JSON text, exactly as it was written (white space between tokens removed). */
+/**
+ * One stored event as its JSON text, exactly as it was written (white space between tokens removed).
+ *
+ * @example
+ * ```ts
+ * for await (const { seq, text } of store.readSessionText('session-1')) console.log(seq, text);
+ * // 0 '{"kind":"page_in","turn":1,"entry_count":2}'
+ * ```
+ */
 export interface StoredEventText {
   sessionId: string;
   seq: number;
