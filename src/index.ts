@@ -33,6 +33,7 @@ export {
   type CheckpointCandidate,
   type InstalledCheckpoint,
   JournalCasConflictError,
+  type JournalAppendReceipt,
   type JournalEntry,
   type JournalErrorClasses,
   type JournalHead,
@@ -68,10 +69,11 @@ export { stringifyJson } from './json/stringify-json.js';
 export { type CatchUpReport, Projector, type ProjectorEvent, type ProjectorOptions } from './projector/projector.js';
 export type { Projection } from './projector/projection.js';
 export type { BatchResult } from './projector/run-batch.js';
+export type { StoppedSession } from './projector/sql/batch-sql.js';
 export type { Checkpoint } from './projector/checkpoint.js';
 export { CheckpointMovedError } from './projector/checkpoint-moved-error.js';
 export { LeaseLostError } from './projector/lease.js';
-export { type HorizonHolder, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
+export { type BlockedSession, type HorizonHolder, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
 export { rebuildProjection, type RebuildOptions, type RebuildReport } from './projector/rebuild-projection.js';
 
 // The OS audit snapshot: the reference fold, its SQL projection, reading and verifying it.
@@ -89,7 +91,7 @@ export {
   type SuspendRecord,
 } from '../projections/os-snapshot/index.js';
 export { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
-export { type FoldedSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot } from '../projections/os-snapshot/stored-os-snapshot.js';
+export { type FoldedSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot, type SessionStop } from '../projections/os-snapshot/stored-os-snapshot.js';
 export {
   type SnapshotMismatch,
   type VerifyReport,
