@@ -5,13 +5,15 @@
  *
  * @example
  * ```ts
- * import { foldOsSnapshot, migrateToLatest, PostgresSessionLog, validateEvent } from 'os-audit';
+ * import { foldOsSnapshot, migrateToLatest, PostgresSessionLog } from 'os-audit';
  *
- * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL! });
+ * // values: 'exact' reads events as the SQL projection and `verify` do (`3.0` is no u32 there,
+ * // where JSON.parse would give 3), so that the fold below is the one they compute.
+ * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL!, values: 'exact' });
  * await migrateToLatest(log.db);
  * await log.append('session-1', { kind: 'suspended', turn: 3, reason: 'ask_user', pending_calls: ['c1'] });
  * const entries = await log.read('session-1');
- * console.log(foldOsSnapshot(entries.map(({ event }) => validateEvent(event))).last_suspend);
+ * console.log(foldOsSnapshot(entries.map(({ event }) => event)).last_suspend); // { turn: 3, reason: 'ask_user', pending_calls: ['c1'] }
  * await log.close();
  * ```
  *
@@ -31,6 +33,7 @@ export {
   type CheckpointCandidate,
   type InstalledCheckpoint,
   JournalCasConflictError,
+  type JournalAppendReceipt,
   type JournalEntry,
   type JournalErrorClasses,
   type JournalHead,
@@ -66,10 +69,11 @@ export { stringifyJson } from './json/stringify-json.js';
 export { type CatchUpReport, Projector, type ProjectorEvent, type ProjectorOptions } from './projector/projector.js';
 export type { Projection } from './projector/projection.js';
 export type { BatchResult } from './projector/run-batch.js';
+export type { StoppedSession } from './projector/sql/batch-sql.js';
 export type { Checkpoint } from './projector/checkpoint.js';
 export { CheckpointMovedError } from './projector/checkpoint-moved-error.js';
 export { LeaseLostError } from './projector/lease.js';
-export { type HorizonHolder, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
+export { type BlockedSession, type HorizonHolder, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
 export { rebuildProjection, type RebuildOptions, type RebuildReport } from './projector/rebuild-projection.js';
 
 // The OS audit snapshot: the reference fold, its SQL projection, reading and verifying it.
@@ -87,7 +91,7 @@ export {
   type SuspendRecord,
 } from '../projections/os-snapshot/index.js';
 export { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
-export { type FoldedSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot } from '../projections/os-snapshot/stored-os-snapshot.js';
+export { type FoldedSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot, type SessionStop } from '../projections/os-snapshot/stored-os-snapshot.js';
 export {
   type SnapshotMismatch,
   type VerifyReport,

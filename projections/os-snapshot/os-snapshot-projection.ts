@@ -6,6 +6,12 @@ import { OS_SNAPSHOT_PROJECTION } from './stored-os-snapshot.js';
 /**
  * The OS audit snapshot as SQL tables (`os_snapshots`, `os_processes`, `os_signals`,
  * `os_budget_exceeded`, read together through the view `os_snapshot_json`).
+ *
+ * @example
+ * ```ts
+ * await new Projector(db, osSnapshotProjection).catchUp(); // as `os-audit project --once`
+ * await rebuildProjection(db, osSnapshotProjection); // as `os-audit rebuild`
+ * ```
  */
 export const osSnapshotProjection: Projection = {
   name: OS_SNAPSHOT_PROJECTION,

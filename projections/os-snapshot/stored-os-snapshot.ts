@@ -7,10 +7,25 @@ import { foldOsSnapshotPrefix } from './fold-os-snapshot.js';
 import { emptyOsSnapshot, type OsSnapshot } from './os-snapshot.js';
 import { parseOsSnapshot } from './serialize-os-snapshot.js';
 
-/** The name of the OS snapshot's checkpoint, lease, stopped sessions and set-aside events. */
+/**
+ * The name of the OS snapshot's checkpoint, lease, stopped sessions and set-aside events.
+ *
+ * @example
+ * ```ts
+ * const status = await readProjectionStatus(db, OS_SNAPSHOT_PROJECTION);
+ * ```
+ */
 export const OS_SNAPSHOT_PROJECTION = 'os_snapshot';
 
-/** Where a session's snapshot stopped (it is the fold of the events before), and why. */
+/**
+ * Where a session's snapshot stopped (it is the fold of the events before), and why.
+ *
+ * @example
+ * ```ts
+ * const stop = (await readSqlOsSnapshot(db, 'session-1'))?.stopped;
+ * if (stop) console.log(`stopped at seq ${stop.seq} (${stop.reason}): ${stop.problem}`);
+ * ```
+ */
 export type SessionStop = Omit<StoppedSession, 'session_id'>;
 
 /** A snapshot, the seq of the last event folded into it, and where it stopped, if it did. */

@@ -11,6 +11,7 @@ export interface SnapshotMismatch {
   differences: string[];
 }
 
+/** What {@link verifyOsSnapshots} found: sessions compared, those whose snapshot differs, and those not projected yet. */
 export interface VerifyReport {
   checked: number;
   mismatches: SnapshotMismatch[];

@@ -301,6 +301,7 @@ export type KnownSessionEvent =
   | MemoryValidationFailed
   | MemoryRetrievalResult;
 
+/** The kinds the contract names (section 2 of the spec). */
 export type KnownEventKind = KnownSessionEvent['kind'];
 
 /** One event of a session log, after validation. */

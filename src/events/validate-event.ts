@@ -56,6 +56,14 @@ function formatIssues(issues: readonly ValidationIssue[]): string {
   return listed.join('; ');
 }
 
+/**
+ * How much {@link validateEvent} checks.
+ *
+ * @example
+ * ```ts
+ * validateEvent(event, { strict: true }); // the Rust core's contract, unknown kinds refused
+ * ```
+ */
 export interface ValidateEventOptions {
   /**
    * Refuse a kind the contract does not name. By default such an event is valid when its

@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { type Dirent, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { hasUnstorableChar } from '../json/storable-json.js';
 import { type JournalEntry, MAX_CHAIN_POSITION } from '../session-log/postgres-kernel-journal.js';
@@ -75,17 +75,27 @@ export interface OperationState {
   outbound?: { file: string; envelope: string };
 }
 
-/** The operations of a journal folder, and its entries that are none (by name). */
+/**
+ * The operations of a journal folder, and its entries that are none (by name). A symbolic link
+ * is followed: one to a folder is an operation's folder like any other.
+ */
 export async function journalOperationsOf(root: string): Promise<{ operations: JournalOperationFolder[]; ignoredEntries: string[] }> {
   const entries = (await fs.readdir(root, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
   const operations: JournalOperationFolder[] = [];
   const ignoredEntries: string[] = [];
   for (const entry of entries) {
-    const operationId = entry.isDirectory() ? operationIdOf(entry.name) : undefined;
-    if (operationId === undefined) ignoredEntries.push(entry.name);
-    else operations.push({ operationId, dir: path.join(root, entry.name) });
+    const dir = path.join(root, entry.name);
+    const operationId = operationIdOf(entry.name);
+    if (operationId !== undefined && (await isFolder(dir, entry))) operations.push({ operationId, dir });
+    else ignoredEntries.push(entry.name);
   }
   return { operations, ignoredEntries };
+}
+
+/** Whether an entry is a folder, or a symbolic link to one. */
+async function isFolder(entryPath: string, entry: Dirent): Promise<boolean> {
+  if (!entry.isSymbolicLink()) return entry.isDirectory();
+  return (await fs.stat(entryPath).catch(() => undefined))?.isDirectory() ?? false;
 }
 
 /** The id whose folder the SDK names `name`: only the one encoding it would write, so no two folders share an id. */

@@ -9,8 +9,17 @@
  */
 export type JsonValue = null | boolean | number | bigint | JsonFloat | string | JsonArray | JsonObject;
 
+/** A JSON array as `parseJson` gives it. */
 export type JsonArray = JsonValue[];
 
+/**
+ * A JSON object; `parseJson` gives it a null prototype and its keys in written order.
+ *
+ * @example
+ * ```ts
+ * const event: JsonObject = { kind: 'page_in', turn: 1, entry_count: 2 };
+ * ```
+ */
 export interface JsonObject {
   [key: string]: JsonValue;
 }
@@ -36,6 +45,15 @@ export class JsonFloat {
   }
 }
 
+/**
+ * Whether a JSON value is an object (not an array, not a {@link JsonFloat}, not `null`).
+ *
+ * @example
+ * ```ts
+ * isJsonObject(parseJson('{"kind":"x"}')); // true
+ * isJsonObject(parseJson('1.5')); // false: a JsonFloat
+ * ```
+ */
 export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof JsonFloat);
 }

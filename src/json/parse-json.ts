@@ -10,6 +10,7 @@ export const MAX_JSON_DEPTH = 512;
 /** How every path into the store words a refusal of {@link MAX_JSON_DEPTH}. */
 export const TOO_DEEP_MESSAGE = `nesting deeper than ${MAX_JSON_DEPTH} levels in one event`;
 
+/** Why {@link parseJson} refused a text: not JSON, a key repeated in one object, or nesting deeper than {@link MAX_JSON_DEPTH}. */
 export type JsonParseErrorCode = 'syntax' | 'duplicate_key' | 'too_deep';
 
 /**

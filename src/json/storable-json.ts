@@ -37,17 +37,20 @@ export const UNSTORABLE_STRING_KEY = 'os_audit_unstorable_string';
 const MAYBE_UNREADABLE_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
 
 /**
- * Whether the JSON text of an event may hold an escape SQL cannot read; when false, the text is
- * stored as it is. Looked for only where a `\u` is (a native scan), which is rare.
+ * Whether the JSON text of an event may hold a string SQL cannot read; when false, the text is
+ * stored as it is. Such a string is written with an escape (`\u0000`, a lone `\ud800`), looked
+ * for only where a `\u` is, or holds a lone surrogate as it is, which PostgreSQL text cannot
+ * hold at all (the driver would send U+FFFD): two native scans.
  *
  * @example
  * ```ts
- * mayHoldUnreadableEscape('{"kind":"x","a":"\\u00e9"}'); // false
- * mayHoldUnreadableEscape('{"kind":"x","a":"\\u0000"}'); // true
+ * mayHoldUnreadableString('{"kind":"x","a":"\\u00e9"}'); // false
+ * mayHoldUnreadableString('{"kind":"x","a":"\\u0000"}'); // true
+ * mayHoldUnreadableString('{"kind":"x","a":"\ud800"}');  // true (the character itself)
  * ```
  */
-export function mayHoldUnreadableEscape(text: string): boolean {
-  return text.includes('\\u') && MAYBE_UNREADABLE_ESCAPE.test(text);
+export function mayHoldUnreadableString(text: string): boolean {
+  return (text.includes('\\u') && MAYBE_UNREADABLE_ESCAPE.test(text)) || !isWellFormed.call(text);
 }
 
 /**
@@ -114,6 +117,25 @@ export function readableStandInText(event: JsonObject): string | undefined {
  * there is none).
  */
 export function replaceUnstorableChars(s: string): string {
+  return replaceEachUnstorableChar(s, () => '\ufffd');
+}
+
+/**
+ * Valid JSON text with each lone surrogate written as its escape, as `JSON.stringify` writes it:
+ * the same JSON, in text PostgreSQL can hold (the text itself when there is none). In valid
+ * JSON text such a character stands inside a string, where the escape means the same.
+ *
+ * @example
+ * ```ts
+ * escapeLoneSurrogates('{"a":"x\ud800"}'); // '{"a":"x\\ud800"}'
+ * ```
+ */
+export function escapeLoneSurrogates(jsonText: string): string {
+  return replaceEachUnstorableChar(jsonText, (code) => `\\u${code.toString(16).padStart(4, '0')}`);
+}
+
+/** `s` with each U+0000 and each lone surrogate replaced by `replacement` of its code unit. */
+function replaceEachUnstorableChar(s: string, replacement: (code: number) => string): string {
   if (!hasUnstorableChar(s)) return s;
   const length = s.length;
   let out = '';
@@ -128,7 +150,7 @@ export function replaceUnstorableChars(s: string): string {
         continue;
       }
     }
-    out += s.slice(chunk, i) + '\ufffd';
+    out += s.slice(chunk, i) + replacement(c);
     chunk = i + 1;
   }
   return out + s.slice(chunk);

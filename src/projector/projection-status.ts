@@ -13,7 +13,14 @@ export interface HorizonHolder {
   preparedTransaction: string | null;
 }
 
-/** A session a projection is stopped at. */
+/**
+ * A session a projection is stopped at.
+ *
+ * @example
+ * ```ts
+ * for (const blocked of (await readProjectionStatus(db, 'os_snapshot')).blocked) console.log(blocked.sessionId, blocked.seq, blocked.problem);
+ * ```
+ */
 export interface BlockedSession {
   sessionId: string;
   seq: number;

@@ -55,6 +55,16 @@ export type ProjectorEvent =
   /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
   | { type: 'idle'; role: 'leader' | 'standby' };
 
+/**
+ * What `Projector.catchUp` did: events folded and set aside, sessions stopped, in how many
+ * batches, and where the checkpoint is.
+ *
+ * @example
+ * ```ts
+ * const report = await projector.catchUp();
+ * console.log(`${report.eventsApplied} events in ${report.batches} batches; ${report.stopped} sessions stopped`);
+ * ```
+ */
 export interface CatchUpReport {
   eventsApplied: number;
   skipped: number;

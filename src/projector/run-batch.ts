@@ -17,6 +17,15 @@ export interface BatchOptions {
   leaseTtlMs: number;
 }
 
+/**
+ * What one batch of a projection did (`Projector.step`).
+ *
+ * @example
+ * ```ts
+ * const result = await projector.step();
+ * console.log(`${result.eventsApplied} events folded; checkpoint at position ${result.checkpoint?.position}`);
+ * ```
+ */
 export interface BatchResult {
   /** Events of the log the batch moved past. */
   windowCount: number;

@@ -1,30 +1,20 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 
-/**
- * The runtime's kernel journal (the deepstrike v0.2.60 SDK's `KernelJournal`,
- * `node/src/runtime/kernel-journal.ts`) in PostgreSQL: durable, and atomic across processes,
- * since every compare-and-set runs in a transaction that locks the operation's row.
- *
- * Records and checkpoints are opaque: their bytes are stored verbatim and their digests as the
- * runtime hands them, never computed here. Failures are typed as the SDK types them:
- * {@link JournalCasConflictError} (retry after a rebuild), {@link JournalIntegrityError} (the
- * chain or the caller's claim contradicts itself), {@link JournalIoError} (the database failed;
- * the journal's state is unknown). Give the SDK's own error classes as `errors` and those are
- * thrown instead, for code that tests `instanceof` against them.
- *
- * @example
- * ```ts
- * const journal = new PostgresKernelJournal(openDatabase({ connectionString: process.env.DATABASE_URL! }));
- * await journal.compareAndAppend('op-1', undefined, { step_seq: 0, record_digest: 'd0', record_bytes: new Uint8Array([1]) });
- * await journal.head('op-1'); // { step_seq: 0, record_digest: 'd0' }
- * ```
- */
-
 /** Chain positions stay below this (the SDK's bound, shared across hosts). */
 export const MAX_CHAIN_POSITION = 1_000_000_000_000;
 
-/** The CAS precondition did not hold: the journal head (or checkpoint pointer) moved. Retryable. */
+/**
+ * The CAS precondition did not hold: the journal head (or checkpoint pointer) moved. Retryable.
+ *
+ * @example
+ * ```ts
+ * const genesis = { step_seq: 0, record_digest: 'd0', record_bytes: new Uint8Array([1]) };
+ * await journal.compareAndAppend('op-1', undefined, genesis);
+ * await journal.compareAndAppend('op-1', undefined, genesis);
+ * // throws JournalCasConflictError: journal genesis append requires an empty chain, but the operation already has a head
+ * ```
+ */
 export class JournalCasConflictError extends Error {
   constructor(message: string) {
     super(message);
@@ -32,7 +22,15 @@ export class JournalCasConflictError extends Error {
   }
 }
 
-/** The journal contents contradict themselves or the caller's claim. Never retryable. */
+/**
+ * The journal contents contradict themselves or the caller's claim. Never retryable.
+ *
+ * @example
+ * ```ts
+ * await journal.compareAndAppend('op-1', undefined, { step_seq: 1, record_digest: 'd1', record_bytes: new Uint8Array([1]) });
+ * // throws JournalIntegrityError: journal genesis record must have step_seq 0
+ * ```
+ */
 export class JournalIntegrityError extends Error {
   constructor(message: string) {
     super(message);
@@ -40,7 +38,18 @@ export class JournalIntegrityError extends Error {
   }
 }
 
-/** The storage failed: the journal's state is unknown. */
+/**
+ * The storage failed: the journal's state is unknown. The database's error is its `cause`.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await journal.head('op-1');
+ * } catch (error) {
+ *   if (error instanceof JournalIoError) console.error('kernel journal unavailable', error.cause);
+ * }
+ * ```
+ */
 export class JournalIoError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -60,13 +69,41 @@ export interface JournalEntry extends JournalRecordInput {
   previous_record_digest?: string;
 }
 
+/**
+ * The last record of an operation's chain, by position and digest (once every record is
+ * pruned, the pruned anchor).
+ *
+ * @example
+ * ```ts
+ * await journal.head('op-1'); // { step_seq: 4, record_digest: 'd4' }
+ * ```
+ */
 export interface JournalHead {
   step_seq: number;
   record_digest: string;
 }
 
+/**
+ * What {@link PostgresKernelJournal.compareAndAppend} gives back: the new head.
+ *
+ * @example
+ * ```ts
+ * const head = await journal.compareAndAppend('op-1', 'd4', { step_seq: 5, record_digest: 'd5', record_bytes: new Uint8Array([5]) });
+ * head; // { step_seq: 5, record_digest: 'd5' }
+ * ```
+ */
 export type JournalAppendReceipt = JournalHead;
 
+/**
+ * A checkpoint as the runtime hands it to {@link PostgresKernelJournal.compareAndInstallCheckpoint}:
+ * its id, the step it covers through, core's digest of the state and its opaque bytes.
+ *
+ * @example
+ * ```ts
+ * const candidate: CheckpointCandidate = { checkpoint_id: 'ckpt-1', through_step_seq: 4, state_digest: 's4', checkpoint_bytes: new Uint8Array([1]) };
+ * await journal.compareAndInstallCheckpoint('op-1', undefined, 'd4', candidate);
+ * ```
+ */
 export interface CheckpointCandidate {
   checkpoint_id: string;
   through_step_seq: number;
@@ -74,6 +111,18 @@ export interface CheckpointCandidate {
   checkpoint_bytes: Uint8Array;
 }
 
+/**
+ * An installed checkpoint: the candidate, its ordinal (0, 1, … per operation), the digest of the
+ * record it covers, the checkpoint installed before it, and whether it is acknowledged (which
+ * lets {@link PostgresKernelJournal.pruneAckedPrefix} remove the records it covers).
+ *
+ * @example
+ * ```ts
+ * await journal.latestCheckpoint('op-1');
+ * // { checkpoint_id: 'ckpt-1', through_step_seq: 4, state_digest: 's4', checkpoint_bytes: Uint8Array [1],
+ * //   ordinal: 0, covered_head: 'd4', acknowledged: false }
+ * ```
+ */
 export interface InstalledCheckpoint extends CheckpointCandidate {
   ordinal: number;
   covered_head: string;
@@ -81,6 +130,15 @@ export interface InstalledCheckpoint extends CheckpointCandidate {
   acknowledged: boolean;
 }
 
+/**
+ * What {@link PostgresKernelJournal.pruneAckedPrefix} did.
+ *
+ * @example
+ * ```ts
+ * await journal.ackCheckpoint('op-1', 'ckpt-1');
+ * await journal.pruneAckedPrefix('op-1'); // { pruned_through_step_seq: 4, pruned_count: 5 }
+ * ```
+ */
 export interface JournalPruneReceipt {
   /** Highest `step_seq` no longer retained; -1 when nothing was ever pruned. */
   pruned_through_step_seq: number;
@@ -106,6 +164,25 @@ class JournalRefusal extends Error {
   }
 }
 
+/**
+ * The runtime's kernel journal (the deepstrike v0.2.60 SDK's `KernelJournal`,
+ * `node/src/runtime/kernel-journal.ts`) in PostgreSQL: durable, and atomic across processes,
+ * since every compare-and-set runs in a transaction that locks the operation's row.
+ *
+ * Records and checkpoints are opaque: their bytes are stored verbatim and their digests as the
+ * runtime hands them, never computed here. Failures are typed as the SDK types them:
+ * {@link JournalCasConflictError} (retry after a rebuild), {@link JournalIntegrityError} (the
+ * chain or the caller's claim contradicts itself), {@link JournalIoError} (the database failed;
+ * the journal's state is unknown). Give the SDK's own error classes as `errors` and those are
+ * thrown instead, for code that tests `instanceof` against them.
+ *
+ * @example
+ * ```ts
+ * const journal = new PostgresKernelJournal(openDatabase({ connectionString: process.env.DATABASE_URL! }));
+ * await journal.compareAndAppend('op-1', undefined, { step_seq: 0, record_digest: 'd0', record_bytes: new Uint8Array([1]) });
+ * await journal.head('op-1'); // { step_seq: 0, record_digest: 'd0' }
+ * ```
+ */
 export class PostgresKernelJournal {
   private readonly errors: JournalErrorClasses;
 
@@ -317,6 +394,7 @@ export class PostgresKernelJournal {
     });
   }
 
+  /** The staged outbound envelope, exactly as it was staged, or `undefined` when none is. */
   readOutboundEnvelope(operationId: string): Promise<string | undefined> {
     return this.run(async () => {
       const row = await this.db

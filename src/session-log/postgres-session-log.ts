@@ -12,29 +12,65 @@ import type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } fr
 /**
  * The kinds of the kernel primitives `syscall` and `mm` (every other kind is `sched`), as the
  * SDK maps them (`primitiveForKind` in `node/src/runtime/kernel-event-log.ts`).
+ *
+ * @example
+ * ```ts
+ * const primitives: KernelPrimitiveKinds = { ...KERNEL_PRIMITIVES_V0_2_60, mm: [...KERNEL_PRIMITIVES_V0_2_60.mm, 'summary_upgraded'] };
+ * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL!, primitives });
+ * ```
  */
 export interface KernelPrimitiveKinds {
   readonly syscall: readonly string[];
   readonly mm: readonly string[];
 }
 
-/** The SDK's map at v0.2.60 (the default). */
+/**
+ * The SDK's map at v0.2.60 (the default).
+ *
+ * @example
+ * ```ts
+ * KERNEL_PRIMITIVES_V0_2_60.syscall; // ['tool_gated', 'capability_changed']
+ * ```
+ */
 export const KERNEL_PRIMITIVES_V0_2_60: KernelPrimitiveKinds = {
   syscall: ['tool_gated', 'capability_changed'],
   mm: ['compressed', 'page_out', 'page_in', 'page_in_requested', 'renewed', 'context_renewed', 'memory_written', 'memory_queried', 'memory_validation_failed'],
 };
 
-/** The SDK's map at 0.2.36 (commit 5c2a79c): `large_result_spooled` was `mm` too. */
+/**
+ * The SDK's map at 0.2.36 (commit 5c2a79c): `large_result_spooled` was `mm` too.
+ *
+ * @example
+ * ```ts
+ * const log = PostgresSessionLog.connect({ connectionString: process.env.DATABASE_URL!, primitives: KERNEL_PRIMITIVES_V0_2_36 });
+ * await log.read('session-1', 0, 'mm'); // large_result_spooled events among them
+ * ```
+ */
 export const KERNEL_PRIMITIVES_V0_2_36: KernelPrimitiveKinds = {
   syscall: KERNEL_PRIMITIVES_V0_2_60.syscall,
   mm: [...KERNEL_PRIMITIVES_V0_2_60.mm, 'large_result_spooled'],
 };
 
+/**
+ * How a {@link PostgresSessionLog} reads events back, filters them by kernel primitive and
+ * reports kernel journal failures; {@link PostgresSessionLog.connect} takes these with the
+ * database's options.
+ *
+ * @example
+ * ```ts
+ * const log = new PostgresSessionLog(openDatabase({ connectionString: process.env.DATABASE_URL! }), { values: 'exact' });
+ * ```
+ */
 export interface PostgresSessionLogOptions {
   /**
    * How `read` gives events back: `'plain'` (default) as `JSON.parse` gives them, as the SDKs'
    * own logs do; `'exact'` through `parseJson`, integers above 2^53 as `bigint` and numbers
    * written with a fraction or an exponent as `JsonFloat` (for audit code).
+   *
+   * Appends store what `JSON.stringify(event)` writes either way (`toJSON` called, `undefined`
+   * members left out, `NaN` and `Infinity` written `null`). With `'exact'` they also take the
+   * values such reads give, and write them as they were read: a `bigint` as its digits, a
+   * `JsonFloat` as its text, `-0` as `-0` (see `stringifyJson`).
    */
   values?: 'plain' | 'exact';
   /** The kinds of each kernel primitive, for `read`'s `primitiveFilter`; default {@link KERNEL_PRIMITIVES_V0_2_60}. */
@@ -65,7 +101,8 @@ interface QueuedAppend {
  *   rejected with an `InvalidEventError` naming the session, and nothing is stored.
  * - **Call order.** Appends to one session on one instance take seqs in the order they were
  *   called, even when started together (`Promise.all`): while one is on its way, the next ones
- *   wait and then go together, in one statement.
+ *   wait and then go together, in one statement. Should the database refuse it, each goes
+ *   again alone: one caller's refused event fails that caller's append only.
  * - **Many writers.** Any number of instances, in any number of processes, may append to one
  *   session at once: each append locks the session's head row, so every event gets its own
  *   seq, gap-free.
@@ -106,6 +143,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     this.kernelJournal = new PostgresKernelJournal(db, { errors: options.journalErrors });
     const exact = options.values === 'exact';
     this.parse = (exact ? parseJson : JSON.parse) as (text: string) => Event;
+    // Both store JSON.stringify's text; only stringifyJson writes bigint and JsonFloat, the native one is faster.
     this.encode = exact ? (event, origin) => encodeEventValue(event as unknown as JsonValue, origin) : encodeSdkEvent;
     this.primitives = options.primitives ?? KERNEL_PRIMITIVES_V0_2_60;
   }
@@ -143,12 +181,29 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
         return;
       }
       this.queues.set(sessionId, []);
-      void this.send(sessionId, [queued]);
+      void this.drain(sessionId, [queued]);
     });
   }
 
-  /** Stores a group of appends in one statement, then the group that gathered meanwhile. */
-  private async send(sessionId: string, group: QueuedAppend[]): Promise<void> {
+  /** Stores a group of appends, then each group that gathered meanwhile, until none waits. */
+  private async drain(sessionId: string, first: QueuedAppend[]): Promise<void> {
+    let group = first;
+    for (;;) {
+      await this.storeGroup(sessionId, group);
+      const waiting = this.queues.get(sessionId)!;
+      if (waiting.length === 0) break;
+      this.queues.set(sessionId, []);
+      group = waiting;
+    }
+    this.queues.delete(sessionId);
+  }
+
+  /**
+   * Stores a group of appends in one statement and settles each. When the database refuses the
+   * statement, nothing of it is stored: each append is then stored alone, in order, so that
+   * one caller's event the database refuses fails that caller only.
+   */
+  private async storeGroup(sessionId: string, group: readonly QueuedAppend[]): Promise<void> {
     try {
       const seqs = await this.store.appendEncoded(sessionId, group.flatMap((queued) => queued.events));
       let next = 0;
@@ -157,15 +212,12 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
         next += queued.events.length;
       }
     } catch (error) {
-      for (const queued of group) queued.reject(error);
+      if (group.length > 1 && refusedByDatabase(error)) {
+        for (const queued of group) await this.storeGroup(sessionId, [queued]);
+      } else {
+        for (const queued of group) queued.reject(error);
+      }
     }
-    const waiting = this.queues.get(sessionId)!;
-    if (waiting.length === 0) {
-      this.queues.delete(sessionId);
-      return;
-    }
-    this.queues.set(sessionId, []);
-    await this.send(sessionId, waiting);
   }
 
   /**
@@ -189,6 +241,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     return entries;
   }
 
+  /** The seq of the session's last event, or -1 for a session without events. */
   async latestSeq(sessionId: string): Promise<number> {
     return this.store.lastSeq(sessionId);
   }
@@ -197,4 +250,12 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   async close(): Promise<void> {
     if (this.ownsDatabase) await this.db.destroy();
   }
+}
+
+/**
+ * Whether PostgreSQL refused a statement with an ERROR, which rolls its transaction back:
+ * nothing of it is stored. (After a FATAL error or a lost connection that is not known.)
+ */
+function refusedByDatabase(error: unknown): boolean {
+  return error instanceof Error && (error as { severity?: unknown }).severity === 'ERROR';
 }

@@ -2,11 +2,20 @@ import { EventValidationError, validateEvent } from '../events/validate-event.js
 import { compactJson, nestsDeeperThan } from '../json/json-text.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
 import { MAX_JSON_DEPTH, parseJson, TOO_DEEP_MESSAGE } from '../json/parse-json.js';
-import { hasUnstorableChar, mayHoldUnreadableEscape, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
+import { escapeLoneSurrogates, hasUnstorableChar, mayHoldUnreadableString, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
 
-/** An event ready for a `session_events` row. */
+/**
+ * An event ready for a `session_events` row.
+ *
+ * @example
+ * ```ts
+ * encodeEventText('{"kind":"x","note":"a\\u0000b"}', {});
+ * // { kind: 'x', turn: null, payload: '{"kind":"x","note":{"os_audit_unstorable_string":"a\ufffdb"}}',
+ * //   payloadText: '{"kind":"x","note":"a\\u0000b"}' }
+ * ```
+ */
 export interface EncodedEvent {
   /** The event's `kind`, for the `kind` column (U+FFFD in place of a character `text` cannot hold). */
   kind: string;
@@ -15,13 +24,25 @@ export interface EncodedEvent {
   /**
    * JSON text for the `payload` column, which PostgreSQL's JSON functions can always read: the
    * event as written (white space between tokens removed) or, when that holds a string SQL
-   * cannot read (U+0000, a lone surrogate), a readable stand-in.
+   * cannot read (U+0000, a lone surrogate, escaped or not), a readable stand-in.
    */
   payload: string;
-  /** The exact event, only where `payload` is a stand-in. */
+  /**
+   * The exact event, only where `payload` is a stand-in; a lone surrogate written as is there is
+   * written as its escape (`\ud800`: the same JSON), since PostgreSQL text cannot hold it.
+   */
   payloadText: string | null;
 }
 
+/**
+ * How an event is checked before it is encoded.
+ *
+ * @example
+ * ```ts
+ * encodeEventText('{"kind":"llm_completed","turn":1,"content":"hi"}', {}, { strict: true });
+ * // throws InvalidEventError: field "message": required field is missing
+ * ```
+ */
 export interface EncodeOptions {
   /**
    * Enforce the Rust core's shapes (section 2 of the contract): refuse what its decoder would,
@@ -53,8 +74,9 @@ export function encodeEventText(text: string, origin: EventOrigin, options: Enco
 }
 
 /**
- * Encodes one event given as a value (integers above 2^53 as `bigint`, floats as `JsonFloat`,
- * see `stringifyJson`), with the same refusals as {@link encodeEventText}.
+ * Encodes one event given as a value (integers above 2^53 as `bigint`, floats as `JsonFloat`),
+ * stored as `stringifyJson` writes it (what `JSON.stringify` writes, those numbers exactly),
+ * with the same refusals as {@link encodeEventText}.
  *
  * @example
  * ```ts
@@ -62,16 +84,15 @@ export function encodeEventText(text: string, origin: EventOrigin, options: Enco
  * ```
  */
 export function encodeEventValue(value: JsonValue, origin: EventOrigin, options: EncodeOptions = {}): EncodedEvent {
-  const event = checkEvent(value, origin, options);
-  let text: string;
+  let text: string | undefined;
   try {
-    text = stringifyJson(event);
+    text = stringifyJson(value);
   } catch (error) {
     if (error instanceof RangeError) throw new InvalidEventError(origin, error.message);
     if (error instanceof TypeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
     throw error;
   }
-  return encoded(event, text);
+  return encodeWritten(value, text, origin, options);
 }
 
 /**
@@ -93,17 +114,38 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
     if (error instanceof TypeError || error instanceof RangeError) throw new InvalidEventError(origin, `not JSON: ${error.message}`);
     throw error;
   }
-  if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new InvalidEventError(origin, TOO_DEEP_MESSAGE);
-  // A toJSON of its own makes the text another object than the one at hand: read the text.
-  if (options.strict || mayHoldUnreadableEscape(text) || typeof (event as { toJSON?: unknown }).toJSON === 'function') {
-    return encodeEventText(text, origin, options);
-  }
-  const kind = (event as { kind?: unknown }).kind;
-  checkKind(kind, origin);
-  return { kind: kind as string, turn: u32OrNull((event as { turn?: unknown }).turn), payload: text, payloadText: null };
+  if (text !== undefined && nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new InvalidEventError(origin, TOO_DEEP_MESSAGE);
+  return encodeWritten(event, text, origin, options);
 }
 
+/**
+ * The row of `event`, of which `text` is the JSON text written. The text is what is stored, so
+ * the `kind` and `turn` columns must be its own: they are read off the object only where it
+ * shows them as the text has them, else from the text (which also refuses it when it is no event).
+ */
+function encodeWritten(event: unknown, text: string | undefined, origin: EventOrigin, options: EncodeOptions): EncodedEvent {
+  if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
+  const shown = options.strict || mayHoldUnreadableString(text) ? undefined : kindAndTurnAsWritten(event as object);
+  if (shown === undefined) return encodeEventText(text, origin, options);
+  return { kind: shown.kind, turn: u32OrNull(shown.turn), payload: text, payloadText: null };
+}
+
+/**
+ * The object's `kind` (a non-empty string) and `turn` as its JSON text has them, when they are
+ * plain own data members; `undefined` when only the text can tell (a getter, an inherited or
+ * non-enumerable member, a `toJSON`, a `kind` that is no such string).
+ */
+function kindAndTurnAsWritten(event: object): { kind: string; turn: unknown } | undefined {
+  if (typeof (event as { toJSON?: unknown }).toJSON === 'function') return undefined;
+  const kind = Object.getOwnPropertyDescriptor(event, 'kind');
+  if (kind === undefined || !kind.enumerable || typeof kind.value !== 'string' || kind.value === '') return undefined;
+  const turn = Object.getOwnPropertyDescriptor(event, 'turn');
+  if (turn !== undefined && (!turn.enumerable || !('value' in turn))) return undefined;
+  // Numbers the text may write otherwise: -0 as 0 (JSON.stringify), a bigint or a boxed number as its digits.
+  const turnValue: unknown = turn?.value;
+  if (Object.is(turnValue, -0) || typeof turnValue === 'bigint' || (typeof turnValue === 'object' && turnValue !== null)) return undefined;
+  return { kind: kind.value, turn: turnValue };
+}
 
 /** The event as an object with a non-empty string kind (and, under `strict`, the Rust core's shape). */
 function checkEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions): JsonObject {
@@ -130,9 +172,9 @@ function checkKind(kind: unknown, origin: EventOrigin): void {
 function encoded(event: JsonObject, text: string): EncodedEvent {
   const kind = event['kind'] as string;
   const turn = u32OrNull(event['turn']);
-  const standIn = mayHoldUnreadableEscape(text) ? readableStandInText(event) : undefined;
+  const standIn = mayHoldUnreadableString(text) ? readableStandInText(event) : undefined;
   if (standIn === undefined) return { kind, turn, payload: text, payloadText: null };
-  return { kind: replaceUnstorableChars(kind), turn, payload: standIn, payloadText: text };
+  return { kind: replaceUnstorableChars(kind), turn, payload: standIn, payloadText: escapeLoneSurrogates(text) };
 }
 
 function u32OrNull(turn: unknown): number | null {

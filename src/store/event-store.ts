@@ -17,6 +17,14 @@ import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
 /** Events per statement of an append at the head (larger appends take several, in one transaction). */
 const APPEND_SLICE = 250;
 
+/**
+ * How {@link EventStore.append} checks a batch, and where it must find the log.
+ *
+ * @example
+ * ```ts
+ * await store.append('session-1', [{ kind: 'page_in', turn: 1, entry_count: 2 }], { expectedSeq: -1 }); // a new session
+ * ```
+ */
 export interface AppendOptions extends EncodeOptions {
   /**
    * The seq of the last event the writer saw, -1 for a session it believes empty. When the
@@ -26,6 +34,14 @@ export interface AppendOptions extends EncodeOptions {
   expectedSeq?: number;
 }
 
+/**
+ * Where {@link EventStore.readSession} starts, and how many rows it fetches at a time.
+ *
+ * @example
+ * ```ts
+ * for await (const stored of store.readSession('session-1', { fromSeq: 100, pageSize: 500 })) console.log(stored.seq);
+ * ```
+ */
 export interface ReadSessionOptions {
   /** First seq to return; default 0. */
   fromSeq?: number;
@@ -33,7 +49,15 @@ export interface ReadSessionOptions {
   pageSize?: number;
 }
 
-/** One stored event as its JSON text, exactly as it was written (white space between tokens removed). */
+/**
+ * One stored event as its JSON text, exactly as it was written (white space between tokens removed).
+ *
+ * @example
+ * ```ts
+ * for await (const { seq, text } of store.readSessionText('session-1')) console.log(seq, text);
+ * // 0 '{"kind":"page_in","turn":1,"entry_count":2}'
+ * ```
+ */
 export interface StoredEventText {
   sessionId: string;
   seq: number;

@@ -100,6 +100,14 @@ describe('os-audit CLI', () => {
     expect((await cli(['verify'])).code).toBe(2);
   });
 
+  it('says that the snapshot of a session stopped at its first event is the empty one, naming no seq before it', async () => {
+    expect((await cli(['append', 'stopped-at-0'], '[{"kind":"suspended","turn":"3","reason":"ask_user"}]')).code).toBe(0);
+    const run = await cli(['snapshot', 'stopped-at-0', '--at-seq', '0']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/session "stopped-at-0" stops at seq 0 \(.*\): no event before it is folded, so its snapshot is the empty one/);
+    expect(run.stderr).not.toMatch(/--at-seq/);
+  });
+
   it('runs as a program: exit codes and output through a real process', async () => {
     const root = fileURLToPath(new URL('../..', import.meta.url));
     const run = (args: string[]) =>

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importLogs } from '../../src/import/import-logs.js';
@@ -150,6 +150,22 @@ describe('importing the kernel journal of a v0.2.60 log folder', () => {
     expect((await importFolder(dir)).journal).toMatchObject({ operations: 1, newRecords: 4, newAnchors: 1 });
     expect((await journal().readFrom('op-mid-prune')).map((entry) => entry.step_seq)).toEqual([1, 2, 3, 4]);
     expect((await journal().recordsAfter('op-mid-prune', 'm-2')).map((entry) => entry.step_seq)).toEqual([3, 4]);
+  });
+
+  it('follows a symbolic link to an operation folder, as import follows links; a broken one is listed as ignored', async () => {
+    const elsewhere = tempDir();
+    writeChain(elsewhere, 'op-linked', 'l', 0, 2);
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'kernel-journal'));
+    const linked = path.basename(operationDir(elsewhere, 'op-linked'));
+    symlinkSync(operationDir(elsewhere, 'op-linked'), path.join(dir, 'kernel-journal', linked));
+    symlinkSync(path.join(elsewhere, 'nowhere'), path.join(dir, 'kernel-journal', path.basename(operationDir(dir, 'op-broken'))));
+
+    const report = await importFolder(dir);
+    expect(report.failures).toEqual([]);
+    expect(report.journal).toMatchObject({ operations: 1, newRecords: 3 });
+    expect(report.ignoredEntries).toEqual([path.join('kernel-journal', path.basename(operationDir(dir, 'op-broken')))]);
+    expect(await journal().head('op-linked')).toEqual({ step_seq: 2, record_digest: 'l-2' });
   });
 
   it('ignores what a crash leaves, as the SDK does: tmp files and names outside its rules', async () => {

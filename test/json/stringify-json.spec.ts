@@ -181,12 +181,39 @@ describe('stringifyJson', () => {
     expect(stringifyJson({ only: undefined } as unknown as JsonValue)).toBe('{}');
   });
 
-  it('refuses what JSON cannot hold', () => {
-    expect(() => stringifyJson(Number.NaN)).toThrow(TypeError);
-    expect(() => stringifyJson(Number.POSITIVE_INFINITY)).toThrow(TypeError);
-    expect(() => stringifyJson([undefined as unknown as JsonValue])).toThrow(TypeError);
-    expect(() => stringifyJson({ f: (() => 1) as unknown as JsonValue })).toThrow(TypeError);
-    expect(() => stringifyJson(Symbol('s') as unknown as JsonValue)).toThrow(TypeError);
+  it('writes what JSON cannot hold as JSON.stringify does: null, or left out', () => {
+    expect(stringifyJson(Number.NaN)).toBe('null');
+    expect(stringifyJson(Number.NEGATIVE_INFINITY)).toBe('null');
+    expect(stringifyJson([undefined, () => 1, Symbol('s'), Number.POSITIVE_INFINITY])).toBe('[null,null,null,null]');
+    expect(stringifyJson({ f: () => 1, s: Symbol('s'), u: undefined, n: Number.NaN })).toBe('{"n":null}');
+    expect(stringifyJson(undefined)).toBeUndefined();
+    expect(stringifyJson(() => 1)).toBeUndefined();
+  });
+
+  it('calls toJSON (with the member key) and unwraps boxed primitives, as JSON.stringify does', () => {
+    const keys: string[] = [];
+    const keyed = { toJSON: (key: string) => (keys.push(key), `at ${key}`) };
+    const value = { at: new Date(Date.UTC(2024, 0, 2)), never: new Date(Number.NaN), list: [keyed], keyed, boxed: [Object(1), Object('s'), Object(false)] };
+    expect(stringifyJson(value)).toBe('{"at":"2024-01-02T00:00:00.000Z","never":null,"list":["at 0"],"keyed":"at keyed","boxed":[1,"s",false]}');
+    expect(keys).toEqual(['0', 'keyed']);
+    expect(stringifyJson(value)).toBe(JSON.stringify(value));
+    // A toJSON may give back what only stringifyJson writes exactly.
+    expect(stringifyJson({ big: { toJSON: () => 2n ** 64n }, float: { toJSON: () => new JsonFloat('1.50') } })).toBe('{"big":18446744073709551616,"float":1.50}');
+  });
+
+  it('writes what JSON.stringify writes for any value it can write, -0 aside (property)', () => {
+    const noNegativeZero = fc.double().filter((d) => !Object.is(d, -0));
+    const withToJson = fc.jsonValue().map((inner) => ({ toJSON: () => inner }));
+    const values = [fc.boolean(), fc.integer(), noNegativeZero, anyString, fc.constant(null), fc.constant(undefined), fc.date(), withToJson];
+    fc.assert(
+      fc.property(
+        fc.anything({ values, withBoxedValues: true, withMap: true, withSet: true, withSparseArray: true, withNullPrototype: true, withTypedArray: true, withDate: true }),
+        (value) => {
+          expect(stringifyJson(value)).toBe(JSON.stringify(value));
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 
   it('refuses a JsonFloat whose text is not a JSON number with a fraction or an exponent', () => {

@@ -88,6 +88,23 @@ describe('the SessionLog interface', () => {
     expect(read[2]!.event.kind).toBe('workflow_completed');
   });
 
+  it('stores what JSON.stringify writes with values: exact too, and the exact values its reads give exactly', async () => {
+    const log = new PostgresSessionLog(testDb.db, { values: 'exact' });
+    const written = { kind: 'tool_completed', turn: 1, at: new Date(Date.UTC(2024, 0, 2)), scores: [1, Number.NaN, undefined, Number.POSITIVE_INFINITY], skipped: undefined };
+    await log.append('exact-writes', written);
+    const [read] = parseJson('[{"kind":"run_terminal","reason":"done","turns_used":1,"total_tokens":18446744073709551615,"cost":1.50,"zero":-0}]') as JsonObject[];
+    await log.append('exact-writes', read!);
+    await log.append('exact-writes', (await log.read('exact-writes', 1))[0]!.event);
+    const texts = [];
+    for await (const { text } of log.store.readSessionText('exact-writes')) texts.push(text);
+    expect(texts).toEqual([
+      JSON.stringify(written),
+      '{"kind":"run_terminal","reason":"done","turns_used":1,"total_tokens":18446744073709551615,"cost":1.50,"zero":-0}',
+      '{"kind":"run_terminal","reason":"done","turns_used":1,"total_tokens":18446744073709551615,"cost":1.50,"zero":-0}',
+    ]);
+    expect(texts[0]).toBe('{"kind":"tool_completed","turn":1,"at":"2024-01-02T00:00:00.000Z","scores":[1,null,null,null]}');
+  });
+
   it('stores any object with a non-empty string kind, and rejects anything else naming the session, storing nothing', async () => {
     const log = sessionLog();
     // Shapes the SDKs write that the Rust core's contract does not: stored as they are.
@@ -99,6 +116,22 @@ describe('the SessionLog interface', () => {
     expect(await log.latestSeq('invalid')).toBe(1);
   });
 
+  it('takes the kind from the text it stores: a kind JSON.stringify does not write is refused before anything is sent', async () => {
+    const log = sessionLog();
+    class Gated {
+      turn = 1;
+      get kind() {
+        return 'tool_gated';
+      }
+    }
+    await expect(log.append('kind-of-text', new Gated())).rejects.toThrow(/^session "kind-of-text": field "kind": required field is missing$/);
+    let calls = 0;
+    const shifting = Object.defineProperty({ turn: 2 }, 'kind', { get: () => (calls++ === 0 ? 'page_in' : 'page_out'), enumerable: true });
+    expect(await log.append('kind-of-text', shifting)).toBe(0);
+    // The kind column (which the primitive filter reads) is the stored text's.
+    expect(await log.read('kind-of-text', 0, 'mm')).toEqual([{ seq: 0, event: { turn: 2, kind: 'page_in' } }]);
+  });
+
   it('takes seqs in call order for appends started together, as the SDK classes do', async () => {
     const log = sessionLog();
     const seqs = await Promise.all(range(20).map((turn) => log.append('together', { kind: 'llm_completed', turn, content: String(turn), tool_calls: [] })));
@@ -107,6 +140,20 @@ describe('the SessionLog interface', () => {
     // A refused event fails its own call only; the others keep their order.
     const mixed = await Promise.allSettled([log.append('together', pageIn(20)), log.append('together', { turn: 21 }), log.append('together', pageIn(22))]);
     expect(mixed.map((result) => (result.status === 'fulfilled' ? result.value : 'refused'))).toEqual([20, 'refused', 21]);
+  });
+
+  it("keeps an event the database refuses from failing the other callers' appends that went with it in one statement", async () => {
+    const log = sessionLog();
+    // Its kind is page_in as a property but page_out as JSON.stringify gets it: the database's check refuses the row.
+    const refused = new Proxy(pageIn(2), { get: (target, key, receiver) => (key === 'kind' ? 'page_out' : Reflect.get(target, key, receiver)) });
+    const results = await Promise.allSettled([
+      log.append('shared-statement', pageIn(1)),
+      log.appendMany('shared-statement', [pageIn(2), refused]),
+      log.append('shared-statement', pageIn(3)),
+      log.appendMany('shared-statement', [pageIn(4), pageIn(5)]),
+    ]);
+    expect(results.map((result) => (result.status === 'fulfilled' ? result.value : (result.reason as { code?: string }).code))).toEqual([0, '23514', 1, [2, 3]]);
+    expect((await log.read('shared-statement')).map((entry) => entry.event.turn)).toEqual([1, 3, 4, 5]);
   });
 
   it('filters by kernel primitive as the SDK maps kinds (v0.2.60 by default, 0.2.36 when asked)', async () => {

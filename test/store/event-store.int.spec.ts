@@ -91,15 +91,14 @@ describe('append', () => {
     expect(await countRows('strict-1')).toBe(0);
   });
 
-  it('stores an undefined optional field as absent, and refuses a value JSON cannot hold, naming the session', async () => {
+  it('stores a value as JSON.stringify writes it (undefined left out, NaN null, toJSON called), integers and floats exactly', async () => {
     const sdkEvent = { kind: 'page_out', turn: 1, summary: undefined, message_count: 2 } as unknown as JsonValue;
     expect(await store().append('undefined-1', [sdkEvent])).toEqual([0]);
     expect((await readAll('undefined-1'))[0]!.event).toEqual({ kind: 'page_out', turn: 1, message_count: 2 });
 
-    const attempt = store().append('nan-1', [{ kind: 'llm_completed', turn: 1, message: { score: Number.NaN } }]);
-    await expect(attempt).rejects.toBeInstanceOf(InvalidEventError);
-    await expect(attempt).rejects.toThrow(/session "nan-1", event #0: not JSON: NaN/);
-    expect(await countRows('nan-1')).toBe(0);
+    const event = { kind: 'llm_completed', turn: 1, message: { score: Number.NaN, at: new Date(0) }, tokens: 2n ** 64n, cost: new JsonFloat('1.0') } as unknown as JsonValue;
+    expect(await store().append('nan-1', [event])).toEqual([0]);
+    expect((await readAll('nan-1'))[0]!.text).toBe('{"kind":"llm_completed","turn":1,"message":{"score":null,"at":"1970-01-01T00:00:00.000Z"},"tokens":18446744073709551616,"cost":1.0}');
   });
 
   it('stores U+0000 anywhere, and refuses session ids that text cannot hold', async () => {
@@ -243,6 +242,21 @@ describe('readSession', () => {
     // The turn column holds only a u32 written as an integer.
     expect(text!.kind).toBe('x_custom');
     expect((await testDb.db.selectFrom('session_events').select('turn').where('session_id', '=', 'as-written').executeTakeFirstOrThrow()).turn).toBeNull();
+  });
+
+  it('keeps a lone surrogate written as it is (not escaped) in a text, as its escape, where the driver would send U+FFFD', async () => {
+    const written = '{"kind":"x\ud800","note":"lone \udc00 and a pair \ud83d\ude00","\ud800key":1}';
+    await store().appendEncoded('raw-lone', [encodeEventText(written, { sessionId: 'raw-lone' })]);
+    const [stored] = await readAll('raw-lone');
+    expect(stored!.text).toBe(JSON.stringify(JSON.parse(written)));
+    expect(stored!.text).toBe('{"kind":"x\\ud800","note":"lone \\udc00 and a pair 😀","\\ud800key":1}');
+    expect(stored!.event).toEqual(parseJson(written));
+    // SQL reads the readable stand-in, as for an escaped lone surrogate.
+    const row = await sql<{ kind: string; note: string }>`
+      SELECT kind, payload #>> '{note,os_audit_unstorable_string}' AS note FROM session_events WHERE session_id = 'raw-lone'`.execute(testDb.db);
+    expect(row.rows).toEqual([{ kind: 'x\ufffd', note: 'lone \ufffd and a pair 😀' }]);
+    // A session id cannot keep one at all.
+    await expect(store().appendEncoded('raw-lone\udc00', [encodeEventText('{"kind":"x"}', {})])).rejects.toThrow(/session id/);
   });
 
   it('stores numbers beyond what jsonb holds, and gives them back exactly', async () => {

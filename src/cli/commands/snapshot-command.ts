@@ -28,9 +28,12 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
         }
         const folded = await foldStoredLog(store, sessionId, { toSeq: options.atSeq, skippedPositions: await skippedPositions(db, sessionId) });
         if (folded.stopped !== null) {
+          const stop = `session ${JSON.stringify(sessionId)} stops at seq ${folded.stopped.seq} (${folded.stopped.problem})`;
+          // Stopped at its first event, there is no seq before the stop to point to.
           throw new CliError(
-            `session ${JSON.stringify(sessionId)} stops at seq ${folded.stopped.seq} (${folded.stopped.problem}): ` +
-              `its snapshot is the one after seq ${folded.lastSeq} (os-audit snapshot ${JSON.stringify(sessionId)} --at-seq ${folded.lastSeq})`,
+            folded.lastSeq < 0
+              ? `${stop}: no event before it is folded, so its snapshot is the empty one`
+              : `${stop}: its snapshot is the one after seq ${folded.lastSeq} (os-audit snapshot ${JSON.stringify(sessionId)} --at-seq ${folded.lastSeq})`,
           );
         }
         return folded.snapshot;

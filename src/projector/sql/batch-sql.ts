@@ -35,6 +35,13 @@ export interface BatchOutcome {
 /**
  * A session a projection stopped: at an event it cannot read, at a seq missing from the log, or
  * where the projection's SQL failed on its events (a data error: a fault of the projection).
+ *
+ * @example
+ * ```ts
+ * const projector = new Projector(db, osSnapshotProjection, {
+ *   onEvent: (event) => event.type === 'sessions_stopped' && event.sessions.forEach((stop) => console.log(stop.session_id, stop.seq, stop.problem)),
+ * });
+ * ```
  */
 export interface StoppedSession {
   session_id: string;
