@@ -1,9 +1,11 @@
 import { EventValidationError, validateEvent } from '../events/validate-event.js';
+import { describeJsonValue } from '../json/describe-json-value.js';
 import { compactJson, nestsDeeperThan } from '../json/json-text.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';
 import { MAX_JSON_DEPTH, parseJson, TOO_DEEP_MESSAGE } from '../json/parse-json.js';
 import { escapeLoneSurrogates, hasUnstorableChar, mayHoldUnreadableString, readableStandInText, replaceUnstorableChars } from '../json/storable-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
+import { isU32 } from '../json/unsigned-integers.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
 
 /**
@@ -124,7 +126,7 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
  * shows them as the text has them, else from the text (which also refuses it when it is no event).
  */
 function encodeWritten(event: unknown, text: string | undefined, origin: EventOrigin, options: EncodeOptions): EncodedEvent {
-  if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(event)}`);
+  if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeJsonValue(event)}`);
   const shown = options.strict || mayHoldUnreadableString(text) ? undefined : kindAndTurnAsWritten(event as object);
   if (shown === undefined) return encodeEventText(text, origin, options);
   return { kind: shown.kind, turn: u32OrNull(shown.turn), payload: text, payloadText: null };
@@ -149,7 +151,7 @@ function kindAndTurnAsWritten(event: object): { kind: string; turn: unknown } | 
 
 /** The event as an object with a non-empty string kind (and, under `strict`, the Rust core's shape). */
 function checkEvent(value: JsonValue, origin: EventOrigin, options: EncodeOptions): JsonObject {
-  if (!isJsonObject(value)) throw new InvalidEventError(origin, `the event: expected an object, got ${describeValue(value)}`);
+  if (!isJsonObject(value)) throw new InvalidEventError(origin, `the event: expected an object, got ${describeJsonValue(value)}`);
   checkKind(value['kind'], origin);
   if (options.strict) {
     try {
@@ -164,7 +166,7 @@ function checkEvent(value: JsonValue, origin: EventOrigin, options: EncodeOption
 
 function checkKind(kind: unknown, origin: EventOrigin): void {
   if (typeof kind === 'string' && kind !== '') return;
-  const found = kind === undefined ? 'required field is missing' : `expected a non-empty string, got ${describeValue(kind)}`;
+  const found = kind === undefined ? 'required field is missing' : `expected a non-empty string, got ${describeJsonValue(kind)}`;
   throw new InvalidEventError(origin, `field "kind": ${found}`);
 }
 
@@ -178,15 +180,7 @@ function encoded(event: JsonObject, text: string): EncodedEvent {
 }
 
 function u32OrNull(turn: unknown): number | null {
-  return typeof turn === 'number' && Number.isInteger(turn) && turn >= 0 && turn <= 4294967295 && !Object.is(turn, -0) ? turn : null;
-}
-
-function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'bigint') return String(value);
-  return `the ${typeof value} ${JSON.stringify(value) ?? String(value)}`;
+  return isU32(turn) ? turn : null;
 }
 
 /** A session id is a non-empty string that PostgreSQL `text` can hold. */
