@@ -8,7 +8,22 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-tarballs="$repo/../shared/deepstrike-sdk"
+
+# The team's shared folder beside the repository (../shared); for a clone made elsewhere, beside
+# the repository it was cloned from; or OS_AUDIT_SHARED_DIR.
+find_tarballs() {
+  local origin candidates=()
+  [ -n "${OS_AUDIT_SHARED_DIR:-}" ] && candidates+=("$OS_AUDIT_SHARED_DIR")
+  candidates+=("$repo/../shared")
+  origin=$(git -C "$repo" remote get-url origin 2>/dev/null || true)
+  [ -d "$origin" ] && candidates+=("$origin/../shared")
+  for shared in "${candidates[@]}"; do
+    if [ -d "$shared/deepstrike-sdk" ]; then (cd "$shared/deepstrike-sdk" && pwd); return; fi
+  done
+  echo "prepare-sdk: no deepstrike-sdk folder in ${candidates[*]} (set OS_AUDIT_SHARED_DIR to the shared folder)" >&2
+  exit 1
+}
+tarballs=$(find_tarballs)
 sdk_root="$repo/.sdk"
 # The one build of the native core the registry has; 0.2.60 runs on it (README of the tarballs).
 core_package="@deepstrike/core-linux-x64-gnu@0.2.73"
