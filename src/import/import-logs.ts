@@ -81,7 +81,7 @@ export async function importLogs(
  * `session_id` there makes it a stream. A file of blank lines only (or none) is a session with
  * no events yet when it is named `<session_id>.jsonl`: nothing is stored.
  */
-export async function importFile(store: EventStore, file: string, options: ImportOptions = {}): Promise<ImportReport> {
+async function importFile(store: EventStore, file: string, options: ImportOptions = {}): Promise<ImportReport> {
   const format = await formatOf(file);
   const sessionId = sessionIdOfFile(file);
   if (format === 'stream' || (format === 'empty' && sessionId === undefined)) return importStream(store, createReadStream(file), file, options);

@@ -82,7 +82,7 @@ export async function runBatch(
   connection: BatchConnection = kyselyConnection(db, { inTransaction: false }),
 ): Promise<BatchResult> {
   const compiled = compiledBatch(db, projection);
-  const values = batchParameters({ owner: held.owner, epoch: held.epoch, leaseTtlMs: options.leaseTtlMs, limit: options.batchSize, skipInvalid: options.skipInvalid });
+  const values = batchValues(held, options, options.batchSize);
   let outcome: BatchOutcome;
   try {
     [outcome] = (await connection.query<BatchOutcome>(compiled.text, values, compiled.name)) as [BatchOutcome];
@@ -132,6 +132,11 @@ export async function runBatchStoppingFailures(
   }
 }
 
+/** The statement's parameters for a window of at most `limit` events. */
+function batchValues(held: HeldLease, options: BatchOptions, limit: number): unknown[] {
+  return batchParameters({ owner: held.owner, epoch: held.epoch, leaseTtlMs: options.leaseTtlMs, limit, skipInvalid: options.skipInvalid });
+}
+
 /** The error an unmet `os_audit_require` of a batch stands for (SQLSTATE OA001), if `error` is one. */
 function unmetRequirement(error: unknown, projection: Projection, held: HeldLease): Error | undefined {
   const { code, message } = error as { code?: unknown; message?: unknown };
@@ -145,7 +150,7 @@ function unmetRequirement(error: unknown, projection: Projection, held: HeldLeas
  * (integrity constraint violation) and 54 (program limit exceeded: a value too large for an
  * index, say).
  */
-export function isDataError(error: unknown): boolean {
+function isDataError(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' && ['22', '23', '54'].includes(code.slice(0, 2));
 }
@@ -172,7 +177,7 @@ export async function stopSessionFailingTheFold(
   const compiled = compiledBatch(db, projection);
   const failureOf = (limit: number) =>
     undone(connection, async () => {
-      const values = batchParameters({ owner: held.owner, epoch: held.epoch, leaseTtlMs: options.leaseTtlMs, limit, skipInvalid: options.skipInvalid });
+      const values = batchValues(held, options, limit);
       try {
         await connection.query(compiled.text, values, compiled.name);
         return undefined;

@@ -307,7 +307,7 @@ export class EventStore {
 }
 
 /** A stored event's exact JSON text: `payload_text` where `payload` is a readable stand-in, else `payload`. */
-export function exactTextSql() {
+function exactTextSql() {
   return sql<string>`coalesce(payload_text, payload::text)`;
 }
 
