@@ -3,6 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
+import { sleep } from '../time/sleep.js';
+import { isConnectionLoss } from '../db/connection-loss.js';
+import { DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
@@ -23,6 +26,9 @@ import type { StoppedSession } from './sql/batch-sql.js';
  */
 export const DEFAULT_BATCH_SIZE = 50_000;
 
+/** The longest wait between two attempts to reach a database that is down. */
+const MAX_RECONNECT_DELAY_MS = 4000;
+
 export interface ProjectorOptions {
   /** Events read per batch (an upper bound: a batch takes what is there); default 50000. */
   batchSize?: number;
@@ -37,6 +43,11 @@ export interface ProjectorOptions {
   skipInvalid?: boolean;
   /** This projector's name in the lease; default `host:pid:random`. */
   owner?: string;
+  /**
+   * How long `catchUp` keeps trying after the connection to the database is lost (default
+   * 60000 ms); `run` keeps trying as long as it runs.
+   */
+  connectionRetryMs?: number;
   /** Connection string for LISTEN; without it the projector polls. */
   listenUrl?: string;
   /** What happens, for logs and metrics. */
@@ -51,6 +62,8 @@ export type ProjectorEvent =
   /** A batch stopped sessions: at an event the projection cannot read, at a hole in the log, or where its SQL failed on their events. */
   | { type: 'sessions_stopped'; sessions: StoppedSession[]; count: number }
   | { type: 'retry'; error: Error; delayMs: number }
+  /** The database stopped answering (the connection was lost or cannot be made), or answers again. */
+  | { type: 'database'; reachable: boolean; error?: Error }
   | { type: 'waiting'; reason: string }
   /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
   | { type: 'idle'; role: 'leader' | 'standby' };
@@ -88,8 +101,10 @@ export interface CatchUpReport {
  */
 export class Projector {
   readonly lease: Lease;
-  private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner'>>;
+  private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner' | 'connectionRetryMs'>>;
   private held: HeldLease | null = null;
+  /** Whether the last contact with the database worked: its changes are reported once each. */
+  private databaseReachable = true;
   /** Connections this projector has set up for batches (no JIT: a batch is planned cheap and runs once). */
   private readonly readyConnections = new WeakSet<pg.ClientBase>();
 
@@ -111,7 +126,13 @@ export class Projector {
   /** Holds the lease now (taking it if it is free), or returns false. */
   async lead(): Promise<boolean> {
     if (this.held !== null) return true;
-    this.held = await this.lease.tryAcquire();
+    try {
+      this.held = await this.lease.tryAcquire();
+    } catch (error) {
+      if (isConnectionLoss(error)) this.lost(error as Error);
+      throw error;
+    }
+    this.reached();
     if (this.held !== null) this.emit({ type: 'leader', owner: this.lease.owner, epoch: this.held.epoch });
     return this.held !== null;
   }
@@ -133,11 +154,13 @@ export class Projector {
               }
               return run(pgClientConnection(client));
             });
+      this.reached();
       if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });
       return result;
     } catch (error) {
       if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) this.standby(error.message);
+      if (isConnectionLoss(error)) this.lost(error as Error);
       throw error;
     }
   }
@@ -147,8 +170,26 @@ export class Projector {
    * Waits while another projector holds the lease or an older transaction is still open.
    */
   async catchUp(signal?: AbortSignal): Promise<CatchUpReport> {
-    const target = await currentTransactionLimit(this.db);
     const report: CatchUpReport = { eventsApplied: 0, skipped: 0, stopped: 0, batches: 0, checkpoint: undefined };
+    let target: string | undefined;
+    // A lost connection is tried again from the checkpoint, which only whole batches move.
+    await retryOnConnectionLoss(
+      async () => {
+        target ??= await currentTransactionLimit(this.db);
+        await this.catchUpTo(target, report, signal);
+      },
+      {
+        retryForMs: this.settings.connectionRetryMs ?? DEFAULT_CONNECTION_RETRY.retryForMs,
+        maxDelayMs: MAX_RECONNECT_DELAY_MS,
+        signal,
+        onRetry: (error, _attempt, delayMs) => this.emit({ type: 'retry', error, delayMs }),
+      },
+    );
+    return report;
+  }
+
+  /** {@link catchUp}'s loop: batches until the horizon has passed `target` and a batch finds nothing. */
+  private async catchUpTo(target: string, report: CatchUpReport, signal?: AbortSignal): Promise<void> {
     // Whether the horizon had passed `target` before the batch now starting: only an empty batch
     // that began after it had can have seen everything committed before the call.
     let horizonPassed = false;
@@ -174,13 +215,12 @@ export class Projector {
           report.stopped += result.stoppedCount;
           continue;
         }
-        if (horizonPassed) return report;
+        if (horizonPassed) return;
         horizonPassed = await horizonHasPassed(this.db, target);
         if (horizonPassed) continue;
         this.emit({ type: 'waiting', reason: 'a transaction older than this run is still open (see os-audit status)' });
         await sleep(this.options.pollIntervalMs, signal);
       }
-      return report;
     } finally {
       await this.releaseLease();
     }
@@ -222,10 +262,12 @@ export class Projector {
           } else if (error instanceof CheckpointMovedError) {
             continue;
           } else {
+            // Back soon after the database is: a lost connection is retried every few seconds at most.
+            const connectionLost = isConnectionLoss(error);
             this.emit({ type: 'retry', error: error as Error, delayMs: retryDelayMs });
-            await this.recordError(error as Error);
+            if (!connectionLost) await this.recordError(error as Error);
             await sleep(retryDelayMs, signal);
-            retryDelayMs = Math.min(retryDelayMs * 2, 30_000);
+            retryDelayMs = Math.min(retryDelayMs * 2, connectionLost ? MAX_RECONNECT_DELAY_MS : 30_000);
           }
         }
       }
@@ -262,20 +304,19 @@ export class Projector {
       .catch(() => {});
   }
 
+  private lost(error: Error): void {
+    if (!this.databaseReachable) return;
+    this.databaseReachable = false;
+    this.emit({ type: 'database', reachable: false, error });
+  }
+
+  private reached(): void {
+    if (this.databaseReachable) return;
+    this.databaseReachable = true;
+    this.emit({ type: 'database', reachable: true });
+  }
+
   private emit(event: ProjectorEvent): void {
     this.settings.onEvent?.(event);
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { type DatabaseOptions, openDatabase } from '../db/open-database.js';
+import type { ConnectionRetry } from '../db/retry-on-connection-loss.js';
 import type { DB } from '../db/schema.js';
 import { parseJson } from '../json/parse-json.js';
 import type { JsonValue } from '../json/json-value.js';
@@ -73,6 +74,13 @@ export interface PostgresSessionLogOptions {
    * `JsonFloat` as its text, `-0` as `-0` (see `stringifyJson`).
    */
   values?: 'plain' | 'exact';
+  /**
+   * How long appends, reads and the kernel journal keep trying while the connection to
+   * PostgreSQL is lost (a killed connection, a server restart, a failover); default 60 s, then a
+   * `ConnectionLostError` (`retryable`, `stored: false`). An append is never stored twice by it.
+   * `false`: fail at once.
+   */
+  connectionRetry?: ConnectionRetry | false;
   /** The kinds of each kernel primitive, for `read`'s `primitiveFilter`; default {@link KERNEL_PRIMITIVES_V0_2_60}. */
   primitives?: KernelPrimitiveKinds;
   /**
@@ -139,8 +147,8 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     readonly db: Kysely<DB>,
     options: PostgresSessionLogOptions = {},
   ) {
-    this.store = new EventStore(db);
-    this.kernelJournal = new PostgresKernelJournal(db, { errors: options.journalErrors });
+    this.store = new EventStore(db, { connectionRetry: options.connectionRetry });
+    this.kernelJournal = new PostgresKernelJournal(db, { errors: options.journalErrors, connectionRetry: options.connectionRetry });
     const exact = options.values === 'exact';
     this.parse = (exact ? parseJson : JSON.parse) as (text: string) => Event;
     // Both store JSON.stringify's text; only stringifyJson writes bigint and JsonFloat, the native one is faster.
