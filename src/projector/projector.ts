@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
-import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
@@ -11,7 +10,7 @@ import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
-import { type BatchConnection, kyselyConnection, pgClientConnection } from './batch-connection.js';
+import { type BatchConnection, kyselyConnection, onPoolClient, type ServerConnections } from './batch-connection.js';
 import { type BatchResult, runBatchStoppingFailures } from './run-batch.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
@@ -90,8 +89,8 @@ export class Projector {
   readonly lease: Lease;
   private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner'>>;
   private held: HeldLease | null = null;
-  /** Connections this projector has set up for batches (no JIT: a batch is planned cheap and runs once). */
-  private readonly readyConnections = new WeakSet<pg.ClientBase>();
+  /** Whether a pooler shares the server connections under the batches' pool (see `onPoolClient`). */
+  private readonly serverConnections: ServerConnections = { shared: false };
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -126,13 +125,7 @@ export class Projector {
       const result =
         poolOf(this.db) === undefined
           ? await this.db.connection().execute((db) => run(kyselyConnection(db, { inTransaction: false })))
-          : await withPinnedConnection(this.db, async ({ client }) => {
-              if (!this.readyConnections.has(client)) {
-                await client.query('SET jit = off');
-                this.readyConnections.add(client);
-              }
-              return run(pgClientConnection(client));
-            });
+          : await withPinnedConnection(this.db, ({ client }) => onPoolClient(client, this.serverConnections, run));
       if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });
       return result;
