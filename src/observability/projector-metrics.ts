@@ -37,6 +37,7 @@ export class ProjectorMetrics {
   private readonly leader;
   private readonly stoppedSessions;
   private readonly blockedSessions;
+  private readonly notificationsHeard;
 
   constructor(labels: ProjectorMetricsLabels) {
     collectDefaultMetrics({ register: this.registry });
@@ -106,6 +107,12 @@ export class ProjectorMetrics {
       labelNames,
       registers,
     }).labels(projection);
+    this.notificationsHeard = new Gauge({
+      name: 'os_audit_notifications_heard',
+      help: "1 when the daemon's LISTEN hears NOTIFY (a probe at its start), 0 until then or when it does not: it then finds new events by polling.",
+      labelNames,
+      registers,
+    }).labels(projection);
     new Gauge({
       name: 'os_audit_projector_info',
       help: 'Always 1; names this daemon (its lease owner) and its projection.',
@@ -115,6 +122,7 @@ export class ProjectorMetrics {
     // Every sample from the start, so that rate() and alerts see the zeros.
     for (const counter of [this.eventsProjected, this.batches, this.poisonEvents, this.stoppedSessions]) counter.inc(0);
     this.leader.set(0);
+    this.notificationsHeard.set(0);
   }
 
   /** Counts what a projector reports (pass it as, or call it from, `onEvent`). */
@@ -134,6 +142,9 @@ export class ProjectorMetrics {
         return;
       case 'sessions_stopped':
         this.stoppedSessions.inc(event.count);
+        return;
+      case 'notifications':
+        this.notificationsHeard.set(event.heard ? 1 : 0);
         return;
     }
   }

@@ -7,6 +7,7 @@ import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
 import type { Checkpoint } from './checkpoint.js';
 import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
+import { notificationsArrive } from './notification-probe.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
@@ -36,7 +37,10 @@ export interface ProjectorOptions {
   skipInvalid?: boolean;
   /** This projector's name in the lease; default `host:pid:random`. */
   owner?: string;
-  /** Connection string for LISTEN; without it the projector polls. */
+  /**
+   * Connection string for LISTEN; without it the projector polls. Straight to PostgreSQL, or
+   * through a pooler in session mode: a pooler in transaction mode passes no NOTIFY on.
+   */
   listenUrl?: string;
   /** What happens, for logs and metrics. */
   onEvent?: (event: ProjectorEvent) => void;
@@ -52,7 +56,9 @@ export type ProjectorEvent =
   | { type: 'retry'; error: Error; delayMs: number }
   | { type: 'waiting'; reason: string }
   /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
-  | { type: 'idle'; role: 'leader' | 'standby' };
+  | { type: 'idle'; role: 'leader' | 'standby' }
+  /** Whether a NOTIFY reaches the daemon's LISTEN (a probe at its start): when not, it finds appends by polling. */
+  | { type: 'notifications'; heard: boolean; pollIntervalMs: number };
 
 /**
  * What `Projector.catchUp` did: events folded and set aside, sessions stopped, in how many
@@ -188,6 +194,8 @@ export class Projector {
   async run(signal: AbortSignal): Promise<void> {
     const listener = this.settings.listenUrl ? new AppendListener(this.settings.listenUrl, (error) => this.emit({ type: 'retry', error, delayMs: 0 })) : undefined;
     listener?.start();
+    // Behind a pooler in transaction mode no NOTIFY arrives: say so rather than poll unheard.
+    if (this.settings.listenUrl) void this.probeNotifications(this.settings.listenUrl, signal);
     const idle = (ms: number) => (listener ? listener.wait(ms, signal) : sleep(ms, signal));
     let retryDelayMs = 500;
     try {
@@ -253,6 +261,11 @@ export class Projector {
       .where('projection', '=', this.projection.name)
       .execute()
       .catch(() => {});
+  }
+
+  private async probeNotifications(listenUrl: string, signal: AbortSignal): Promise<void> {
+    const heard = await notificationsArrive(this.db, listenUrl, { signal });
+    if (heard !== undefined && !signal.aborted) this.emit({ type: 'notifications', heard, pollIntervalMs: this.options.pollIntervalMs });
   }
 
   private emit(event: ProjectorEvent): void {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../../src/db/local-postgres.js';
+import { databaseUrl as databaseUrlOf } from './scratch-database.js';
 
 /** Where Debian's package puts it (outside a non-root PATH), else found on PATH. */
 function findPgBouncer(): string | undefined {
@@ -31,6 +32,8 @@ export interface RunningPgBouncer {
   port: number;
   /** `databaseUrl` (a database of the server behind it) as reached through PgBouncer. */
   through(databaseUrl: string): string;
+  /** Its clients now (`SHOW CLIENTS` on its admin console), itself not included. */
+  clients(): Promise<Array<{ database: string; application_name: string }>>;
   /** Its log so far (stderr). */
   log(): string;
   stop(): Promise<void>;
@@ -70,6 +73,7 @@ export async function startPgBouncer(serverUrl: string, options: PgBouncerOption
       'auth_type = trust',
       `auth_file = ${userlist}`,
       'pool_mode = transaction',
+      `admin_users = ${user}`,
       `default_pool_size = ${options.poolSize ?? 2}`,
       'max_client_conn = 500',
       '',
@@ -103,7 +107,17 @@ export async function startPgBouncer(serverUrl: string, options: PgBouncerOption
     await cleanUp();
     throw error;
   }
-  return { port, through, log: () => log, stop: cleanUp };
+  const clients = async () => {
+    const admin = new pg.Client({ connectionString: through(databaseUrlOf(serverUrl, 'pgbouncer')) });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ database: string; application_name: string }>('SHOW CLIENTS');
+      return rows.filter((row) => row.database !== 'pgbouncer');
+    } finally {
+      await admin.end();
+    }
+  };
+  return { port, through, clients, log: () => log, stop: cleanUp };
 }
 
 /** A PgBouncer for the calling test file, started before its tests and stopped after them. */
