@@ -26,6 +26,7 @@ export async function notificationsArrive(db: Kysely<DB>, listenUrl: string, opt
   let stop = () => {};
   const stopped = new Promise<undefined>((resolve) => (stop = () => resolve(undefined)));
   options.signal?.addEventListener('abort', stop, { once: true });
+  if (options.signal?.aborted) stop();
   try {
     const heard = new Promise<true>((resolve) => client.on('notification', (message) => message.payload === payload && resolve(true)));
     await client.connect();
