@@ -39,6 +39,7 @@ export class ProjectorMetrics {
   private readonly blockedSessions;
   private readonly databaseUp;
   private readonly connectionLosses;
+  private readonly notificationsHeard;
 
   constructor(labels: ProjectorMetricsLabels) {
     collectDefaultMetrics({ register: this.registry });
@@ -120,6 +121,12 @@ export class ProjectorMetrics {
       labelNames,
       registers,
     }).labels(projection);
+    this.notificationsHeard = new Gauge({
+      name: 'os_audit_notifications_heard',
+      help: "1 when the daemon's LISTEN hears NOTIFY (a probe at its start), 0 until then or when it does not: it then finds new events by polling.",
+      labelNames,
+      registers,
+    }).labels(projection);
     new Gauge({
       name: 'os_audit_projector_info',
       help: 'Always 1; names this daemon (its lease owner) and its projection.',
@@ -130,6 +137,7 @@ export class ProjectorMetrics {
     for (const counter of [this.eventsProjected, this.batches, this.poisonEvents, this.stoppedSessions, this.connectionLosses]) counter.inc(0);
     this.leader.set(0);
     this.databaseUp.set(1);
+    this.notificationsHeard.set(0);
   }
 
   /** Counts what a projector reports (pass it as, or call it from, `onEvent`). */
@@ -153,6 +161,9 @@ export class ProjectorMetrics {
       case 'database':
         this.databaseUp.set(event.reachable ? 1 : 0);
         if (!event.reachable) this.connectionLosses.inc();
+        return;
+      case 'notifications':
+        this.notificationsHeard.set(event.heard ? 1 : 0);
         return;
     }
   }

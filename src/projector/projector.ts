@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
-import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
 import { sleep } from '../time/sleep.js';
 import { isConnectionLoss } from '../db/connection-loss.js';
@@ -11,10 +10,11 @@ import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
 import type { Checkpoint } from './checkpoint.js';
 import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
+import { notificationsArrive } from './notification-probe.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
-import { type BatchConnection, kyselyConnection, pgClientConnection } from './batch-connection.js';
+import { type BatchConnection, kyselyConnection, onPoolClient, type ServerConnections } from './batch-connection.js';
 import { type BatchResult, runBatchStoppingFailures } from './run-batch.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
@@ -48,7 +48,10 @@ export interface ProjectorOptions {
    * 60000 ms); `run` keeps trying as long as it runs.
    */
   connectionRetryMs?: number;
-  /** Connection string for LISTEN; without it the projector polls. */
+  /**
+   * Connection string for LISTEN; without it the projector polls. Straight to PostgreSQL, or
+   * through a pooler in session mode: a pooler in transaction mode passes no NOTIFY on.
+   */
   listenUrl?: string;
   /** What happens, for logs and metrics. */
   onEvent?: (event: ProjectorEvent) => void;
@@ -66,7 +69,9 @@ export type ProjectorEvent =
   | { type: 'database'; reachable: boolean; error?: Error }
   | { type: 'waiting'; reason: string }
   /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
-  | { type: 'idle'; role: 'leader' | 'standby' };
+  | { type: 'idle'; role: 'leader' | 'standby' }
+  /** Whether a NOTIFY reaches the daemon's LISTEN (a probe at its start): when not, it finds appends by polling. */
+  | { type: 'notifications'; heard: boolean; pollIntervalMs: number };
 
 /**
  * What `Projector.catchUp` did: events folded and set aside, sessions stopped, in how many
@@ -105,8 +110,8 @@ export class Projector {
   private held: HeldLease | null = null;
   /** Whether the last contact with the database worked: its changes are reported once each. */
   private databaseReachable = true;
-  /** Connections this projector has set up for batches (no JIT: a batch is planned cheap and runs once). */
-  private readonly readyConnections = new WeakSet<pg.ClientBase>();
+  /** Whether a pooler shares the server connections under the batches' pool (see `onPoolClient`). */
+  private readonly serverConnections: ServerConnections = { shared: false };
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -147,13 +152,7 @@ export class Projector {
       const result =
         poolOf(this.db) === undefined
           ? await this.db.connection().execute((db) => run(kyselyConnection(db, { inTransaction: false })))
-          : await withPinnedConnection(this.db, async ({ client }) => {
-              if (!this.readyConnections.has(client)) {
-                await client.query('SET jit = off');
-                this.readyConnections.add(client);
-              }
-              return run(pgClientConnection(client));
-            });
+          : await withPinnedConnection(this.db, ({ client }) => onPoolClient(client, this.serverConnections, run));
       this.reached();
       if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });
@@ -235,6 +234,8 @@ export class Projector {
   async run(signal: AbortSignal): Promise<void> {
     const listener = this.settings.listenUrl ? new AppendListener(this.settings.listenUrl, (error) => this.emit({ type: 'retry', error, delayMs: 0 })) : undefined;
     listener?.start();
+    // Behind a pooler in transaction mode no NOTIFY arrives: say so rather than poll unheard.
+    if (this.settings.listenUrl) void this.probeNotifications(this.settings.listenUrl, signal);
     const idle = (ms: number) => (listener ? listener.wait(ms, signal) : sleep(ms, signal));
     let retryDelayMs = 500;
     try {
@@ -314,6 +315,11 @@ export class Projector {
     if (this.databaseReachable) return;
     this.databaseReachable = true;
     this.emit({ type: 'database', reachable: true });
+  }
+
+  private async probeNotifications(listenUrl: string, signal: AbortSignal): Promise<void> {
+    const heard = await notificationsArrive(this.db, listenUrl, { signal });
+    if (heard !== undefined && !signal.aborted) this.emit({ type: 'notifications', heard, pollIntervalMs: this.options.pollIntervalMs });
   }
 
   private emit(event: ProjectorEvent): void {
