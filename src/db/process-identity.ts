@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 
@@ -40,16 +41,15 @@ export async function isRunning(identity: ProcessIdentity): Promise<boolean> {
   return (await startTime(identity.pid)) === identity.started;
 }
 
-/** The start time of a live pid, else undefined: from /proc on Linux, from `ps` elsewhere. */
+/** Linux's /proc; elsewhere (macOS) `ps` answers. */
+const hasProc = existsSync('/proc/self/stat');
+
+/** The start time of a live pid, else undefined. */
 async function startTime(pid: number): Promise<string | undefined> {
   if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  let stat: string;
-  try {
-    stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && process.platform === 'linux') return undefined;
-    return psStartTime(pid);
-  }
+  if (!hasProc) return psStartTime(pid);
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (stat === undefined) return undefined;
   // pid (comm) state … : comm may hold spaces and parentheses, the fields after its last ')' do not.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const [state] = fields;

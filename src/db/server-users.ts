@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type ProcessIdentity, isRunning } from './process-identity.js';
 
@@ -36,7 +36,9 @@ export async function addUser(dataDir: string, command: string, process?: Proces
   // One process may use the server several times at once (tests run commands in-process).
   const file = path.join(folder, process ? `${process.pid}-${randomBytes(4).toString('hex')}.json` : 'kept.json');
   const user: Omit<ServerUser, 'file'> = { command, since: new Date().toISOString(), ...(process ? { process } : {}) };
-  await writeFile(file, `${JSON.stringify(user)}\n`);
+  // Renamed into place whole: `os-audit db status` reads without the lock.
+  await writeFile(`${file}.new`, `${JSON.stringify(user)}\n`);
+  await rename(`${file}.new`, file);
   return file;
 }
 
@@ -63,7 +65,7 @@ export async function readUsers(dataDir: string): Promise<ServerUsers> {
         const file = path.join(folder, name);
         // A user leaving while we read is gone, not an error.
         const text = await readFile(file, 'utf8').catch(() => undefined);
-        return text === undefined ? undefined : { ...(JSON.parse(text) as Omit<ServerUser, 'file'>), file };
+        return text === undefined ? undefined : { ...parseUser(text, file), file };
       }),
   );
   const result: ServerUsers = { live: [], stale: [] };
@@ -79,4 +81,12 @@ export async function readUsers(dataDir: string): Promise<ServerUsers> {
 /** Removes these users' files (those already gone included). */
 export async function removeUsers(users: readonly ServerUser[]): Promise<void> {
   await Promise.all(users.map((user) => rm(user.file, { force: true })));
+}
+
+function parseUser(text: string, file: string): Omit<ServerUser, 'file'> {
+  try {
+    return JSON.parse(text) as Omit<ServerUser, 'file'>;
+  } catch {
+    throw new Error(`${file} is not a user entry os-audit wrote (${JSON.stringify(text.slice(0, 80))}): remove it`);
+  }
 }
