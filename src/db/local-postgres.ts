@@ -48,7 +48,7 @@ export interface LocalPostgresStatus {
   created: boolean;
   running: boolean;
   port?: number;
-  /** Connection string without its password (which is in `passwordFile`). */
+  /** Connection string of the `os_audit` database, without its password (which is in `passwordFile`). */
   url?: string;
   passwordFile: string;
   /** The users whose process still runs (and `os-audit db start`'s mark, which has none). */
@@ -189,7 +189,17 @@ export async function localPostgresStatus(dataDir: string): Promise<LocalPostgre
   };
 }
 
-/** Keeps the server in `dataDir` running without a user process, until `stopLocalPostgres`. */
+/**
+ * Marks the server in `dataDir` to keep running when its last user process leaves, until
+ * `stopLocalPostgres` (what `os-audit db start` does, so that commands skip starting it).
+ *
+ * @example
+ * ```ts
+ * const server = await startLocalPostgres({ dataDir: '.os-audit' });
+ * await keepLocalPostgresRunning('.os-audit');
+ * await server.stop(); // leaves; the server runs on
+ * ```
+ */
 export async function keepLocalPostgresRunning(dataDir: string): Promise<void> {
   await addUser(path.resolve(dataDir), 'os-audit db start');
 }

@@ -78,7 +78,14 @@ export async function readUsers(dataDir: string): Promise<ServerUsers> {
   return result;
 }
 
-/** Removes these users' files (those already gone included). */
+/**
+ * Removes these users' files (those already gone included).
+ *
+ * @example
+ * ```ts
+ * await removeUsers((await readUsers('.os-audit')).stale);
+ * ```
+ */
 export async function removeUsers(users: readonly ServerUser[]): Promise<void> {
   await Promise.all(users.map((user) => rm(user.file, { force: true })));
 }
