@@ -90,16 +90,23 @@ export async function* readLines(input: Readable, options: ReadLinesOptions = {}
     const lines: NumberedLine[] = [];
     let start = 0;
     let newline = bytes.indexOf(NEWLINE, start);
-    while (newline !== -1) {
-      const piece = bytes.subarray(start, newline);
-      checkLength(carryBytes + piece.length);
-      bytesRead += piece.length + 1;
-      const text = decode(takeLine(piece));
-      if (!isBlank(text)) lines.push({ lineNumber, text, bytesRead });
-      start = newline + 1;
-      newline = bytes.indexOf(NEWLINE, start);
+    let failure: { error: unknown } | undefined;
+    try {
+      while (newline !== -1) {
+        const piece = bytes.subarray(start, newline);
+        checkLength(carryBytes + piece.length);
+        bytesRead += piece.length + 1;
+        const text = decode(takeLine(piece));
+        if (!isBlank(text)) lines.push({ lineNumber, text, bytesRead });
+        start = newline + 1;
+        newline = bytes.indexOf(NEWLINE, start);
+      }
+    } catch (error) {
+      failure = { error };
     }
+    // The lines before a bad one, whatever the chunks: the caller may name what it read.
     if (lines.length > 0) yield lines;
+    if (failure !== undefined) throw failure.error;
     if (start < bytes.length) {
       const rest = bytes.subarray(start);
       checkLength(carryBytes + rest.length);
