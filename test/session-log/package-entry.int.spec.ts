@@ -23,6 +23,8 @@ const tscEntry = fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', 
 const expectedExports = [
   'CheckpointMovedError',
   'ConcurrencyError',
+  'DEFAULT_MAX_EVENT_BYTES',
+  'DEFAULT_MAX_SESSION_ID_BYTES',
   'EventStore',
   'EventValidationError',
   'InvalidEventError',
