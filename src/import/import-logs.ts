@@ -155,7 +155,7 @@ export async function importDirectory(store: EventStore, directory: string, opti
   const report = await importSessionFiles(store, directory, options);
   const journalDir = path.join(directory, KERNEL_JOURNAL_DIR);
   if (report.ignoredEntries.includes(KERNEL_JOURNAL_DIR) && (await fs.stat(journalDir).catch(() => undefined))?.isDirectory()) {
-    const { failures, ignoredEntries, ...counts } = await importKernelJournal(store.db, journalDir);
+    const { failures, ignoredEntries, ...counts } = await importKernelJournal(store.db, journalDir, options);
     report.journal = counts;
     report.failures.push(...failures);
     report.ignoredEntries = [
