@@ -56,6 +56,7 @@ export type { DB } from './db/schema.js';
 export { type AppendOptions, EventStore, type EventStoreOptions, type ReadSessionOptions, type StoredEvent, type StoredEventText } from './store/event-store.js';
 export { type EncodedEvent, type EncodeOptions, encodeEventText, encodeEventValue, encodeSdkEvent } from './store/encode-event.js';
 export { ConcurrencyError } from './store/concurrency-error.js';
+export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_SESSION_ID_BYTES, type Limits } from './store/limits.js';
 export { type EventOrigin, InvalidEventError } from './store/invalid-event-error.js';
 
 // Events and their contract.

@@ -11,6 +11,7 @@ import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventValue } from './encode-event.js';
+import type { Limits } from './limits.js';
 import { appendAtHeadSql, type HeadReserved, reserveSeqsSql } from './sql/append-at-head.js';
 import { copyEvents, eventRowsText, sessionEventsText } from './sql/copy-events.js';
 import { advanceHeadsSql, appendSequencedSql, type SessionSpans } from './sql/append-sequenced.js';
@@ -130,7 +131,7 @@ export class EventStore {
    */
   append(sessionId: string, events: readonly JsonValue[], options: AppendOptions = {}): Promise<number[]> {
     const { expectedSeq } = options;
-    return this.appendWith(sessionId, events.length, expectedSeq, (from, to) =>
+    return this.appendWith(sessionId, events.length, expectedSeq, options, (from, to) =>
       events.slice(from, to).map((event, offset) => {
         const index = from + offset;
         return encodeEventValue(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options);
@@ -140,19 +141,20 @@ export class EventStore {
 
   /**
    * {@link append} of events already encoded (`encodeEventText`, `encodeEventValue`,
-   * `encodeSdkEvent`), as they are.
+   * `encodeSdkEvent`, whose options bound their size), as they are.
    */
-  appendEncoded(sessionId: string, events: readonly EncodedEvent[], options: { expectedSeq?: number } = {}): Promise<number[]> {
-    return this.appendWith(sessionId, events.length, options.expectedSeq, (from, to) => events.slice(from, to));
+  appendEncoded(sessionId: string, events: readonly EncodedEvent[], options: { expectedSeq?: number } & Pick<Limits, 'maxSessionIdBytes'> = {}): Promise<number[]> {
+    return this.appendWith(sessionId, events.length, options.expectedSeq, options, (from, to) => events.slice(from, to));
   }
 
   private async appendWith(
     sessionId: string,
     count: number,
     expectedSeq: number | undefined,
+    limits: Limits,
     encode: (from: number, to: number) => EncodedEvent[],
   ): Promise<number[]> {
-    checkSessionId(sessionId);
+    checkSessionId(sessionId, {}, limits);
     if (count === 0) return [];
     if (expectedSeq !== undefined) {
       const rows = emptyRows();

@@ -25,6 +25,8 @@ const expectedExports = [
   'ConcurrencyError',
   'ConnectionLostError',
   'DEFAULT_CONNECTION_RETRY',
+  'DEFAULT_MAX_EVENT_BYTES',
+  'DEFAULT_MAX_SESSION_ID_BYTES',
   'EventStore',
   'EventValidationError',
   'InvalidEventError',
