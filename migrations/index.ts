@@ -7,6 +7,7 @@ import * as roles from './0005-roles.js';
 import * as batchRequirements from './0006-batch-requirements.js';
 import * as storeAsWritten from './0007-store-as-written.js';
 import * as kernelJournal from './0008-kernel-journal.js';
+import * as contiguousSessionLogs from './0009-contiguous-session-logs.js';
 
 /**
  * Every migration, by name, applied in name order. Imported statically (not read from the
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0006-batch-requirements': batchRequirements,
   '0007-store-as-written': storeAsWritten,
   '0008-kernel-journal': kernelJournal,
+  '0009-contiguous-session-logs': contiguousSessionLogs,
 };

@@ -11,6 +11,7 @@ import type { DB } from '../../src/db/schema.js';
 import type { ProjectionStatus } from '../../src/projector/projection-status.js';
 import { ConcurrencyError } from '../../src/store/concurrency-error.js';
 import { encodeEventValue } from '../../src/store/encode-event.js';
+import { PostgresSessionLog } from '../../src/session-log/postgres-session-log.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
 import { pollUntil, useDaemonProcesses } from '../support/daemon-process.js';
@@ -372,6 +373,39 @@ describe('least-privilege roles', () => {
         await db.destroy();
         await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
       }
+    });
+  });
+  // After the tests above, which count the sessions they wrote.
+  describe('os_audit_writer and the contiguity of session logs', () => {
+    it('cannot move a head past its events, store a head without events, or an event past its head', async () => {
+      const refused = (constraint: string, message: string) => ({ code: '23514', constraint, message });
+      await expect(sql`UPDATE sessions SET last_seq = last_seq + 5 WHERE session_id = 'w-1'`.execute(writerDb)).rejects.toMatchObject(
+        refused('sessions_head_at_last_event', 'session "w-1": its head is at seq 11 but its log ends at seq 6'),
+      );
+      await expect(sql`INSERT INTO sessions (session_id, last_seq) VALUES ('w-empty', 3)`.execute(writerDb)).rejects.toMatchObject(
+        refused('sessions_head_at_last_event', 'session "w-empty": its head is at seq 3 but it has no event'),
+      );
+      const insert = (seq: number) => sql`INSERT INTO session_events (session_id, seq, kind, payload) VALUES ('w-1', ${seq}, 'page_in', '{"kind":"page_in"}')`.execute(writerDb);
+      await expect(insert(7)).rejects.toMatchObject(refused('session_events_contiguous', `session "w-1": seq 7 is past the session's head (last_seq 6)`));
+      await expect(insert(9)).rejects.toMatchObject(refused('session_events_contiguous', 'session "w-1": seq 9 would leave a hole in its log: seq 8 is not stored'));
+      await expect(sql`UPDATE sessions SET last_recorded_at = now() - interval '1 day' WHERE session_id = 'w-1'`.execute(writerDb)).rejects.toMatchObject({ code: '42501' });
+      expect(await new EventStore(writerDb).lastSeq('w-1')).toBe(6);
+    });
+
+    it('appends through COPY (a large append, an import) and the SDK SessionLog', async () => {
+      const store = new EventStore(writerDb);
+      expect((await store.append('w-copy', events(600))).at(-1)).toBe(599);
+      const dir = tempDir();
+      for (const sessionId of ['w-import-copy-1', 'w-import-copy-2']) writeSessionFile(dir, sessionId, events(300).map((event, seq) => sessionLine(seq, event)));
+      expect(await runCliInProcess(['import', dir], { env: { DATABASE_URL: writer.urlFor(testDb.url) } })).toMatchObject({ code: 0, stdout: expect.stringMatching(/^imported 600 new events/) });
+      const log = new PostgresSessionLog(writerDb);
+      expect(await Promise.all([1, 2].map((turn) => log.append('w-sdk', { kind: 'page_in', turn, entry_count: 1 })))).toEqual([0, 1]);
+      expect(Object.fromEntries(await store.lastSeqs(['w-copy', 'w-import-copy-1', 'w-import-copy-2', 'w-sdk']))).toEqual({
+        'w-copy': 599,
+        'w-import-copy-1': 299,
+        'w-import-copy-2': 299,
+        'w-sdk': 1,
+      });
     });
   });
 });

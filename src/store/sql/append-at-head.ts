@@ -38,6 +38,6 @@ export function reserveSeqsSql(sessionId: string, count: number): RawBuilder<Hea
     INSERT INTO sessions AS s (session_id, last_seq)
     VALUES (${sessionId}, ${count - 1})
     ON CONFLICT (session_id) DO UPDATE
-      SET last_seq = s.last_seq + ${count}, last_recorded_at = now()
+      SET last_seq = s.last_seq + ${count}
     RETURNING last_seq, pg_current_xact_id()::text AS transaction_id`;
 }

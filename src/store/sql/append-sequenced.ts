@@ -16,7 +16,7 @@ function moveHeadsSql(): RawBuilder<unknown> {
     ),
     advanced AS (
       UPDATE sessions AS s
-      SET last_seq = b.last_seq, last_recorded_at = now()
+      SET last_seq = b.last_seq
       FROM batch AS b
       WHERE s.session_id = b.session_id AND s.last_seq = b.first_seq - 1
       RETURNING s.session_id
@@ -64,7 +64,8 @@ export interface SessionSpans {
 /**
  * Moves the heads of sessions for rows that the caller then stores itself (with `COPY`), as
  * {@link moveHeadsSql} says, and returns which sessions advanced. The heads stay locked until
- * the transaction ends, so no other writer can store the same seqs meanwhile.
+ * the transaction ends, so no other writer can store the same seqs meanwhile; the database
+ * checks at the commit that each head is its session's last stored event (migration 0009).
  */
 export function advanceHeadsSql(spans: SessionSpans): RawBuilder<{ advanced: string[] }> {
   return sql`
