@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { sampleEvent } from './sample-event.js';
 
@@ -72,10 +72,13 @@ export class AppendJournal {
   }
 }
 
-/** The units of journal files, acknowledged or not; a line cut by a kill is ignored. */
+/**
+ * The units of journal files, acknowledged or not; a line cut by a kill is ignored, and so is
+ * a file that is missing (a writer killed before it opened its journal appended nothing).
+ */
 export function readJournals(files: readonly string[]): AppendUnit[] {
   const units = new Map<string, AppendUnit>();
-  for (const file of files) {
+  for (const file of files.filter((name) => existsSync(name))) {
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       let record: { unit?: string; session?: string; texts?: string[]; ack?: string; seqs?: number[]; at?: number };
       try {
