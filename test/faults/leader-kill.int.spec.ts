@@ -43,7 +43,10 @@ describe('three daemons, the leader killed in turn', () => {
     }
     for (const writer of writers) await writer.stop();
     await pollUntil('the leader to catch up', async () => (await readProjectionStatus(testDb.db, 'os_snapshot')).behind.events === 0, { timeoutMs: 60_000 });
-    for (const daemon of daemons) expect((await daemon.stop('SIGTERM')).code).toBe(0);
+    for (const daemon of daemons) {
+      await daemon.waitForLog('started'); // a SIGTERM before its handlers are in place would just end it
+      expect((await daemon.stop('SIGTERM')).code).toBe(0);
+    }
     const audit = await run.expectStoreRight(testDb.db, testDb.url);
     expect(audit.acknowledgedUnits).toBeGreaterThan(100);
   });
