@@ -47,13 +47,16 @@ export {
 
 // The database.
 export { type DatabaseOptions, openDatabase } from './db/open-database.js';
+export { ConnectionLostError, isConnectionLoss } from './db/connection-loss.js';
+export { type ConnectionRetry, DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from './db/retry-on-connection-loss.js';
 export { MigrationError, migrateToLatest } from './db/migrate.js';
 export type { DB } from './db/schema.js';
 
 // The event store.
-export { type AppendOptions, EventStore, type ReadSessionOptions, type StoredEvent, type StoredEventText } from './store/event-store.js';
+export { type AppendOptions, EventStore, type EventStoreOptions, type ReadSessionOptions, type StoredEvent, type StoredEventText } from './store/event-store.js';
 export { type EncodedEvent, type EncodeOptions, encodeEventText, encodeEventValue, encodeSdkEvent } from './store/encode-event.js';
 export { ConcurrencyError } from './store/concurrency-error.js';
+export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_SESSION_ID_BYTES, type Limits } from './store/limits.js';
 export { type EventOrigin, InvalidEventError } from './store/invalid-event-error.js';
 
 // Events and their contract.

@@ -6,18 +6,32 @@ import { type CliIo, withDatabase, write } from './cli-context.js';
 export const DEFAULT_DATA_DIR = '.os-audit';
 
 /**
- * The database of a command that names none: the embedded PostgreSQL in `dataDir`, started on
- * demand (or joined, when another command such as a running daemon started it) and brought to
- * the latest migration, since nobody else manages its schema.
+ * The data directory of the embedded PostgreSQL: `--data-dir`, else `$OS_AUDIT_DATA_DIR`, else
+ * `.os-audit`.
  *
  * @example
  * ```ts
- * const server = await openEmbeddedDatabase(io, '.os-audit');
+ * const dataDir = embeddedDataDir(command.optsWithGlobals(), io.env);
+ * ```
+ */
+export function embeddedDataDir(options: { dataDir?: string }, env: NodeJS.ProcessEnv): string {
+  return options.dataDir ?? env.OS_AUDIT_DATA_DIR ?? DEFAULT_DATA_DIR;
+}
+
+/**
+ * The database of a command that names none: the embedded PostgreSQL in `dataDir`, started on
+ * demand (or joined, when another command such as a running daemon uses it) and brought to
+ * the latest migration, since nobody else manages its schema. `user` says what uses it (for
+ * `os-audit db status`); the server stops when its last user does.
+ *
+ * @example
+ * ```ts
+ * const server = await openEmbeddedDatabase(io, '.os-audit', 'os-audit snapshot s1');
  * try { … server.url … } finally { await server.stop(); }
  * ```
  */
-export async function openEmbeddedDatabase(io: CliIo, dataDir: string): Promise<LocalPostgres> {
-  const server = await startLocalPostgres({ dataDir, onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
+export async function openEmbeddedDatabase(io: CliIo, dataDir: string, user: string): Promise<LocalPostgres> {
+  const server = await startLocalPostgres({ dataDir, user, onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
   try {
     await withDatabase(server.url, migrateToLatest, 1);
     return { ...server, stop: stopAlsoOnInterrupt(server) };
@@ -29,8 +43,8 @@ export async function openEmbeddedDatabase(io: CliIo, dataDir: string): Promise<
 
 /**
  * The server runs detached from our process group, so Ctrl-C reaches only us. A command that
- * handles the signal itself (the daemon) returns normally and the server is stopped after it;
- * for any other, stop the server here before exiting as the signal would have.
+ * handles the signal itself (the daemon) returns normally and leaves the server after it;
+ * any other leaves it here before exiting as the signal would have.
  */
 function stopAlsoOnInterrupt(server: LocalPostgres): () => Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {

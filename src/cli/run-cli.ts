@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import type { LocalPostgres } from '../db/local-postgres.js';
 import { type CliIo, CliError } from './cli-context.js';
 import { registerAppendCommand } from './commands/append-command.js';
+import { registerDbCommand } from './commands/db-command.js';
 import { registerEventsCommand } from './commands/events-command.js';
 import { registerImportCommand } from './commands/import-command.js';
 import { registerMigrateCommand } from './commands/migrate-command.js';
@@ -12,7 +13,7 @@ import { registerSnapshotCommand } from './commands/snapshot-command.js';
 import { registerStatusCommand } from './commands/status-command.js';
 import { registerUpCommand } from './commands/up-command.js';
 import { registerVerifyCommand } from './commands/verify-command.js';
-import { DEFAULT_DATA_DIR, openEmbeddedDatabase } from './embedded-database.js';
+import { DEFAULT_DATA_DIR, embeddedDataDir, openEmbeddedDatabase } from './embedded-database.js';
 
 const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
 
@@ -46,6 +47,7 @@ export function buildProgram(io: CliIo): Command {
   registerUpCommand(program, io, async (args) => {
     await buildProgram(io).parseAsync([...args], { from: 'user' });
   });
+  registerDbCommand(program, io);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
@@ -66,8 +68,9 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   const program = buildProgram(session);
   program.hook('preAction', async (_program, command) => {
     const options = command.optsWithGlobals<{ databaseUrl?: string; dataDir?: string }>();
-    if (options.databaseUrl || session.env.DATABASE_URL) return;
-    embedded = await openEmbeddedDatabase(session, options.dataDir ?? session.env.OS_AUDIT_DATA_DIR ?? DEFAULT_DATA_DIR);
+    // `os-audit db …` manages the embedded server itself, whatever the database URL.
+    if (options.databaseUrl || session.env.DATABASE_URL || command.parent?.name() === 'db') return;
+    embedded = await openEmbeddedDatabase(session, embeddedDataDir(options, session.env), ['os-audit', ...args].join(' '));
     session.env.DATABASE_URL = embedded.url;
     session.embeddedDatabaseUrl = embedded.url;
   });

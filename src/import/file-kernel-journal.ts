@@ -1,6 +1,7 @@
 import { type Dirent, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { hasUnstorableChar } from '../json/storable-json.js';
+import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../store/limits.js';
 import { type JournalEntry, MAX_CHAIN_POSITION } from '../session-log/postgres-kernel-journal.js';
 
 /*
@@ -43,6 +44,8 @@ export class InvalidJournalError extends Error {
 export interface JournalOperationFolder {
   operationId: string;
   dir: string;
+  /** Bytes a file of the operation may hold: a larger one is refused unread. */
+  maxFileBytes: number;
 }
 
 export interface PrunedAnchor {
@@ -77,16 +80,17 @@ export interface OperationState {
 
 /**
  * The operations of a journal folder, and its entries that are none (by name). A symbolic link
- * is followed: one to a folder is an operation's folder like any other.
+ * is followed: one to a folder is an operation's folder like any other. Each file of an
+ * operation may be as large as a line of a log (an event of the limit with its envelope).
  */
-export async function journalOperationsOf(root: string): Promise<{ operations: JournalOperationFolder[]; ignoredEntries: string[] }> {
+export async function journalOperationsOf(root: string, limits: Limits = {}): Promise<{ operations: JournalOperationFolder[]; ignoredEntries: string[] }> {
   const entries = (await fs.readdir(root, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
   const operations: JournalOperationFolder[] = [];
   const ignoredEntries: string[] = [];
   for (const entry of entries) {
     const dir = path.join(root, entry.name);
     const operationId = operationIdOf(entry.name);
-    if (operationId !== undefined && (await isFolder(dir, entry))) operations.push({ operationId, dir });
+    if (operationId !== undefined && (await isFolder(dir, entry))) operations.push({ operationId, dir, maxFileBytes: maxLineBytes(limits) });
     else ignoredEntries.push(entry.name);
   }
   return { operations, ignoredEntries };
@@ -196,7 +200,7 @@ class ChainCheck {
 
 async function readRecord(operation: JournalOperationFolder, stepSeq: number): Promise<FolderRecord> {
   const file = path.join(operation.dir, 'records', `${pad(stepSeq)}.rec`);
-  const fields = new Fields(file, operation.operationId, await readJsonObject(file, operation.operationId));
+  const fields = new Fields(file, operation.operationId, await readJsonObject(file, operation));
   if (fields.position('step_seq') !== stepSeq) throw fields.fail(`step_seq ${JSON.stringify(fields.value.step_seq)} disagrees with the file's name`);
   const previous = fields.optionalText('previous_record_digest');
   return {
@@ -217,7 +221,7 @@ async function readCheckpoints(operation: JournalOperationFolder): Promise<Folde
   for (const ordinal of numbersOf(names, CHECKPOINT_NAME).sort((a, b) => a - b)) {
     const file = path.join(dir, `${pad(ordinal)}.ckpt`);
     if (ordinal !== checkpoints.length) throw new InvalidJournalError(file, operation.operationId, `a gap: checkpoint ordinal ${checkpoints.length} is missing`);
-    const checkpoint = readCheckpoint(file, operation.operationId, await readJsonObject(file, operation.operationId), acknowledged.has(ordinal));
+    const checkpoint = readCheckpoint(file, operation.operationId, await readJsonObject(file, operation), acknowledged.has(ordinal));
     const fail = (reason: string) => new InvalidJournalError(file, operation.operationId, reason);
     if (checkpoint.ordinal !== ordinal) throw fail(`ordinal ${checkpoint.ordinal} disagrees with the file's name`);
     const previous = checkpoints.at(-1);
@@ -250,7 +254,7 @@ function readCheckpoint(file: string, operationId: string, object: Record<string
 
 async function readAnchor(operation: JournalOperationFolder): Promise<OperationState['anchor']> {
   const file = path.join(operation.dir, 'pruned.json');
-  const object = await readJsonObject(file, operation.operationId).catch(unlessMissing);
+  const object = await readJsonObject(file, operation).catch(unlessMissing);
   if (object === undefined) return undefined;
   const fields = new Fields(file, operation.operationId, object);
   return { file, through_step_seq: fields.position('through_step_seq'), covered_head: fields.text('covered_head') };
@@ -259,7 +263,7 @@ async function readAnchor(operation: JournalOperationFolder): Promise<OperationS
 /** The staged envelope, as written: the runtime must replay it byte for byte. */
 async function readOutbound(operation: JournalOperationFolder): Promise<OperationState['outbound']> {
   const file = path.join(operation.dir, 'outbound.json');
-  const bytes = await fs.readFile(file).catch(unlessMissing);
+  const bytes = await readBoundedFile(file, operation).catch(unlessMissing);
   if (bytes === undefined) return undefined;
   const fail = (reason: string) => new InvalidJournalError(file, operation.operationId, reason);
   let envelope: string;
@@ -273,10 +277,25 @@ async function readOutbound(operation: JournalOperationFolder): Promise<Operatio
   return { file, envelope };
 }
 
-async function readJsonObject(file: string, operationId: string): Promise<Record<string, unknown>> {
+/** A file of the operation, refused unread when it is larger than the limit. */
+async function readBoundedFile(file: string, operation: JournalOperationFolder): Promise<Buffer> {
+  const handle = await fs.open(file);
+  try {
+    const { size } = await handle.stat();
+    if (size > operation.maxFileBytes) {
+      throw new InvalidJournalError(file, operation.operationId, `the file is ${size} bytes, more than ${operation.maxFileBytes} (${EVENT_LIMIT_HINT}, with an envelope's room)`);
+    }
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readJsonObject(file: string, operation: JournalOperationFolder): Promise<Record<string, unknown>> {
+  const { operationId } = operation;
   let value: unknown;
   try {
-    value = JSON.parse(await fs.readFile(file, 'utf8'));
+    value = JSON.parse((await readBoundedFile(file, operation)).toString('utf8'));
   } catch (error) {
     if (error instanceof SyntaxError) throw new InvalidJournalError(file, operationId, `not readable: ${error.message}`);
     throw error;

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { type JournalHead, lockOperation } from '../session-log/postgres-kernel-journal.js';
+import type { Limits } from '../store/limits.js';
 import {
   type FolderCheckpoint,
   type FolderRecord,
@@ -51,10 +52,10 @@ export interface JournalImportReport extends JournalCounts {
  *   anchor or envelope stored otherwise is a conflict naming the operation and the file.
  *
  * Nothing is deleted: records the folder pruned since they were stored stay until the runtime
- * prunes them through the journal.
+ * prunes them through the journal. A file larger than `limits` allow refuses its operation.
  */
-export async function importKernelJournal(db: Kysely<DB>, root: string): Promise<JournalImportReport> {
-  const { operations, ignoredEntries } = await journalOperationsOf(root);
+export async function importKernelJournal(db: Kysely<DB>, root: string, limits: Limits = {}): Promise<JournalImportReport> {
+  const { operations, ignoredEntries } = await journalOperationsOf(root, limits);
   const report: JournalImportReport = { ...noCounts(), operations: operations.length, failures: [], ignoredEntries };
   for (const operation of operations) {
     try {

@@ -7,11 +7,13 @@ import { JsonParseError, parseJsonKeepingMember } from '../json/parse-json.js';
 import { ConcurrencyError } from '../store/concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventText } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
+import { type Limits, maxLineBytes } from '../store/limits.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
 import { KERNEL_JOURNAL_DIR } from './file-kernel-journal.js';
 import { importKernelJournal, type JournalCounts } from './import-kernel-journal.js';
-import { DEFAULT_CHUNK_SIZE, LogWriter, type WriteCounts } from './log-writer.js';
-import { InvalidUtf8Error, readLines } from './read-lines.js';
+import { DEFAULT_CHUNK_SIZE, LogWriter, MAX_CHUNK_CHARS, type WriteCounts } from './log-writer.js';
+import { readEventLines } from './event-lines.js';
+import { InvalidUtf8Error, LineTooLongError, readLines } from './read-lines.js';
 
 export interface ImportOptions extends EncodeOptions {
   /** Events per write; bounds memory. Default 2000. */
@@ -82,7 +84,7 @@ export async function importLogs(
  * no events yet when it is named `<session_id>.jsonl`: nothing is stored.
  */
 async function importFile(store: EventStore, file: string, options: ImportOptions = {}): Promise<ImportReport> {
-  const format = await formatOf(file);
+  const format = await formatOf(file, options);
   const sessionId = sessionIdOfFile(file);
   if (format === 'stream' || (format === 'empty' && sessionId === undefined)) return importStream(store, createReadStream(file), file, options);
   const report: ImportReport = { ...emptyReport(), files: 1 };
@@ -90,7 +92,7 @@ async function importFile(store: EventStore, file: string, options: ImportOption
     if (sessionId === undefined) {
       throw new InvalidEventError({ file }, 'its lines are one session\'s log ({"seq", "event"}): name it <session_id>.jsonl, or give each line a "session_id"');
     }
-    checkSessionId(sessionId, { file });
+    checkSessionId(sessionId, { file }, options);
     if (format === 'empty') {
       report.emptyLogs.push(sessionId);
     } else {
@@ -109,17 +111,19 @@ async function importFile(store: EventStore, file: string, options: ImportOption
 
 /**
  * How a file's first non-blank line says to read it. A line that is not a JSON object cannot
- * tell; it is read as a stream's, whose import reports what is wrong with it.
+ * tell; it is read as a stream's, whose import reports what is wrong with it. A line too long
+ * to read is read as the session's of the file's name, when it has one: its error names it.
  */
-async function formatOf(file: string): Promise<'session' | 'stream' | 'empty'> {
+async function formatOf(file: string, limits: Limits): Promise<'session' | 'stream' | 'empty'> {
   let first: string | undefined;
   try {
-    for await (const lines of readLines(createReadStream(file))) {
+    for await (const lines of readLines(createReadStream(file), { maxLineBytes: maxLineBytes(limits) })) {
       first = lines[0]!.text;
       break;
     }
   } catch (error) {
     if (error instanceof InvalidUtf8Error) return 'stream';
+    if (error instanceof LineTooLongError) return sessionIdOfFile(file) === undefined ? 'stream' : 'session';
     throw error;
   }
   if (first === undefined) return 'empty';
@@ -151,7 +155,7 @@ export async function importDirectory(store: EventStore, directory: string, opti
   const report = await importSessionFiles(store, directory, options);
   const journalDir = path.join(directory, KERNEL_JOURNAL_DIR);
   if (report.ignoredEntries.includes(KERNEL_JOURNAL_DIR) && (await fs.stat(journalDir).catch(() => undefined))?.isDirectory()) {
-    const { failures, ignoredEntries, ...counts } = await importKernelJournal(store.db, journalDir);
+    const { failures, ignoredEntries, ...counts } = await importKernelJournal(store.db, journalDir, options);
     report.journal = counts;
     report.failures.push(...failures);
     report.ignoredEntries = [
@@ -198,6 +202,7 @@ async function importSessionFiles(store: EventStore, directory: string, options:
   const storing = new StoringQueue(options.concurrency ?? DEFAULT_CONCURRENCY);
   let group: ReadFile[] = [];
   let groupEvents = 0;
+  let groupBytes = 0;
 
   for (const file of files) {
     const read =
@@ -216,11 +221,13 @@ async function importSessionFiles(store: EventStore, directory: string, options:
     } else {
       group.push(read);
       groupEvents += read.events.length;
-      if (groupEvents >= chunkSize) {
+      groupBytes += read.bytes;
+      if (groupEvents >= chunkSize || groupBytes >= MAX_CHUNK_CHARS) {
         const full = group;
         await storing.add(() => storeGroup(store, full, finished));
         group = [];
         groupEvents = 0;
+        groupBytes = 0;
       }
     }
   }
@@ -283,14 +290,14 @@ interface ReadFile extends SessionFile {
   events: SequencedEvent[];
 }
 
-/** Reads and checks a whole file, or says it holds more than `maxEvents` (to be streamed). */
+/** Reads and checks a whole file, or says it holds more than `maxEvents` or {@link MAX_CHUNK_CHARS} bytes (to be streamed). */
 async function readSessionFile(file: SessionFile, options: ImportOptions, maxEvents: number): Promise<ReadFile | 'too large'> {
-  checkSessionId(file.sessionId, { file: file.path });
+  checkSessionId(file.sessionId, { file: file.path }, options);
   const read: ReadFile = { ...file, events: [] };
   for await (const chunk of sessionFileEvents(file, options)) {
     read.events.push(...chunk.events);
     read.bytes = chunk.bytesRead;
-    if (read.events.length > maxEvents) return 'too large';
+    if (read.events.length > maxEvents || read.bytes > MAX_CHUNK_CHARS) return 'too large';
   }
   file.bytes = read.bytes;
   return read;
@@ -337,7 +344,7 @@ async function importSessionFile(
 
 /** The events of a `<session_id>.jsonl` file, each checked and encoded, a chunk of lines at a time. */
 async function* sessionFileEvents(file: SessionFile, options: EncodeOptions): AsyncGenerator<{ events: SequencedEvent[]; bytesRead: number }> {
-  for await (const lines of linesOf(createReadStream(file.path), file.path)) {
+  for await (const lines of readEventLines(createReadStream(file.path), { file: file.path, sessionId: file.sessionId }, options)) {
     const events = lines.map((line) => {
       const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
       const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
@@ -402,11 +409,11 @@ export async function importStream(
     const counts = await store.transaction(async (transaction) => {
       const writer = new LogWriter(transaction, options.chunkSize);
       let lastReported = writer.counts.newEvents + writer.counts.existingEvents;
-      for await (const lines of linesOf(input, name)) {
+      for await (const lines of readEventLines(input, { file: name }, options)) {
         for (const line of lines) {
           const origin: EventOrigin = { file: name, line: line.lineNumber };
           const { envelope, eventText } = parseEnvelope(line.text, origin, ['session_id', 'seq', 'event']);
-          const sessionId = checkSessionId(envelope.session_id, origin);
+          const sessionId = checkSessionId(envelope.session_id, origin, options);
           const seq = readSeq(envelope, { ...origin, sessionId });
           const eventOrigin = { ...origin, sessionId, seq };
           sessions.add(sessionId);
@@ -428,18 +435,6 @@ export async function importStream(
     report.failures.push({ source: name, message: error.message });
   }
   return report;
-}
-
-/** The input's lines, a chunk at a time; a line that is not UTF-8 is an input error. */
-async function* linesOf(input: Readable, name: string) {
-  try {
-    yield* readLines(input);
-  } catch (error) {
-    if (error instanceof InvalidUtf8Error) {
-      throw new InvalidEventError({ file: name, line: error.lineNumber }, 'not valid UTF-8 (nothing is stored with a replaced character)');
-    }
-    throw error;
-  }
 }
 
 /** A line's envelope, checked, with the source text of its `event` (stored as it is when it can be). */

@@ -6,6 +6,12 @@ import { emptyRows, type EventRows, pushRow } from '../store/sql/event-rows.js';
 /** Events a writer holds before it stores them: bounds memory, and the work of one write. */
 export const DEFAULT_CHUNK_SIZE = 2000;
 
+/**
+ * Characters of event text a writer holds before it stores them, whatever the chunk size: a
+ * chunk of large events must fit in memory and in one statement (PostgreSQL takes 1 GB at most).
+ */
+export const MAX_CHUNK_CHARS = 32 * 2 ** 20;
+
 /** What a writer stored, and what it found already stored. */
 export interface WriteCounts {
   newEvents: number;
@@ -51,6 +57,7 @@ interface SessionCursor {
 export class LogWriter {
   readonly counts: WriteCounts = { newEvents: 0, existingEvents: 0 };
   private pending: PendingEvent[] = [];
+  private pendingChars = 0;
   private readonly cursors = new Map<string, SessionCursor>();
 
   constructor(
@@ -60,7 +67,8 @@ export class LogWriter {
 
   async add(sessionId: string, seq: number, event: EncodedEvent, origin: EventOrigin): Promise<void> {
     this.pending.push({ sessionId, seq, event, origin });
-    if (this.pending.length >= this.chunkSize) await this.flush();
+    this.pendingChars += event.payload.length + (event.payloadText?.length ?? 0);
+    if (this.pending.length >= this.chunkSize || this.pendingChars >= MAX_CHUNK_CHARS) await this.flush();
   }
 
   /** Stores what is pending and checks that no session has a gap; call once, at the end of the input. */
@@ -76,6 +84,7 @@ export class LogWriter {
     const chunk = this.pending;
     if (chunk.length === 0) return;
     this.pending = [];
+    this.pendingChars = 0;
     await this.openCursors(chunk);
 
     const fresh = emptyRows();

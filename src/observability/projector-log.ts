@@ -7,7 +7,7 @@ const BATCH_SUMMARY_MS = 5000;
 
 /**
  * Logs what a projector reports, one structured line per fact (field `event` names it:
- * `leader`, `standby`, `sessions_stopped`, `retry`, `listener`, `waiting`, `projected`, `batch`), with a
+ * `leader`, `standby`, `sessions_stopped`, `retry`, `listener`, `database`, `notifications`, `waiting`, `projected`, `batch`), with a
  * message a person can read alone. Batches are summed up every five seconds at `info` (or
  * not at all with `summarizeBatches: false`); each is logged at `debug`.
  *
@@ -49,6 +49,20 @@ export class ProjectorLog {
           return this.log.warn({ event: 'listener', error: event.error.message }, `append listener: ${event.error.message}; polling until it reconnects`);
         }
         return this.log.warn({ event: 'retry', delayMs: event.delayMs, err: event.error }, `retrying in ${event.delayMs} ms: ${event.error.message}`);
+      case 'database':
+        return event.reachable
+          ? this.log.info({ event: 'database', reachable: true }, 'the database answers again: carrying on from the checkpoint')
+          : this.log.error(
+              { event: 'database', reachable: false, error: event.error?.message },
+              `lost the database: ${event.error?.message}; retrying until it answers (nothing is folded meanwhile, nothing is lost)`,
+            );
+      case 'notifications':
+        if (event.heard) return this.log.debug({ event: 'notifications', heard: true }, 'LISTEN hears NOTIFY: appends wake the projector');
+        return this.log.warn(
+          { event: 'notifications', heard: false, pollIntervalMs: event.pollIntervalMs },
+          `LISTEN hears no NOTIFY (a pooler in transaction mode, such as PgBouncer, in between?): new events are found by polling every ${event.pollIntervalMs} ms. ` +
+            'Give the daemon a connection straight to PostgreSQL for LISTEN: --direct-url or OS_AUDIT_DIRECT_DATABASE_URL',
+        );
       case 'waiting':
         return this.log.info({ event: 'waiting', reason: event.reason }, `waiting: ${event.reason}`);
       case 'batch': {

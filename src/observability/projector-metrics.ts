@@ -37,6 +37,9 @@ export class ProjectorMetrics {
   private readonly leader;
   private readonly stoppedSessions;
   private readonly blockedSessions;
+  private readonly databaseUp;
+  private readonly connectionLosses;
+  private readonly notificationsHeard;
 
   constructor(labels: ProjectorMetricsLabels) {
     collectDefaultMetrics({ register: this.registry });
@@ -106,6 +109,24 @@ export class ProjectorMetrics {
       labelNames,
       registers,
     }).labels(projection);
+    this.databaseUp = new Gauge({
+      name: 'os_audit_database_up',
+      help: "1 while this daemon reaches the database, 0 while its connection is lost and it retries (from its batches and status reads).",
+      labelNames,
+      registers,
+    }).labels(projection);
+    this.connectionLosses = new Counter({
+      name: 'os_audit_connection_losses_total',
+      help: 'Times this daemon lost the database since it started (a killed connection, a server restart), each ridden through by retrying.',
+      labelNames,
+      registers,
+    }).labels(projection);
+    this.notificationsHeard = new Gauge({
+      name: 'os_audit_notifications_heard',
+      help: "1 when the daemon's LISTEN hears NOTIFY (a probe at its start), 0 until then or when it does not: it then finds new events by polling.",
+      labelNames,
+      registers,
+    }).labels(projection);
     new Gauge({
       name: 'os_audit_projector_info',
       help: 'Always 1; names this daemon (its lease owner) and its projection.',
@@ -113,8 +134,10 @@ export class ProjectorMetrics {
       registers,
     }).set(labels, 1);
     // Every sample from the start, so that rate() and alerts see the zeros.
-    for (const counter of [this.eventsProjected, this.batches, this.poisonEvents, this.stoppedSessions]) counter.inc(0);
+    for (const counter of [this.eventsProjected, this.batches, this.poisonEvents, this.stoppedSessions, this.connectionLosses]) counter.inc(0);
     this.leader.set(0);
+    this.databaseUp.set(1);
+    this.notificationsHeard.set(0);
   }
 
   /** Counts what a projector reports (pass it as, or call it from, `onEvent`). */
@@ -134,6 +157,13 @@ export class ProjectorMetrics {
         return;
       case 'sessions_stopped':
         this.stoppedSessions.inc(event.count);
+        return;
+      case 'database':
+        this.databaseUp.set(event.reachable ? 1 : 0);
+        if (!event.reachable) this.connectionLosses.inc();
+        return;
+      case 'notifications':
+        this.notificationsHeard.set(event.heard ? 1 : 0);
         return;
     }
   }

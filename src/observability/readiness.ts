@@ -1,3 +1,4 @@
+import { isConnectionLoss } from '../db/connection-loss.js';
 import type { ProjectorEvent } from '../projector/projector.js';
 
 /** What `/readyz` answers. */
@@ -32,6 +33,8 @@ export class Readiness {
   private lastRoundAt: number | undefined;
   private statusError: Error | undefined;
   private retry: { message: string; delayMs: number; until: number } | undefined;
+  /** Set while the projector's connection to the database is lost. */
+  private databaseLost: Error | undefined;
   private readonly now: () => number;
 
   /** `staleAfterMs`: longest silence tolerated, from the database and from the projector's loop. */
@@ -54,6 +57,9 @@ export class Readiness {
       case 'idle':
         if (this.role === 'starting') this.role = event.role;
         this.reached();
+        return;
+      case 'database':
+        this.databaseLost = event.reachable ? undefined : (event.error ?? new Error('connection lost'));
         return;
       case 'retry':
         // A delay of 0 is the append listener reconnecting: polling carries on meanwhile.
@@ -86,6 +92,9 @@ export class Readiness {
     if (this.retry !== undefined && now < this.retry.until) {
       return notReady(`retrying after an error (next attempt after ${this.retry.delayMs} ms): ${this.retry.message}`);
     }
+    // Not ready at once while the database is unreachable, not only once silence grows stale.
+    const lost = this.databaseLost ?? (isConnectionLoss(this.statusError) ? this.statusError : undefined);
+    if (lost !== undefined) return notReady(`the database is unreachable (retrying): ${lost.message}`);
     const lastError = this.statusError ? `: ${this.statusError.message}` : '';
     if (this.lastContactAt === undefined) return notReady(`starting: not connected to the database yet${lastError}`);
     const silentMs = now - this.lastContactAt;

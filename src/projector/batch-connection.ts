@@ -19,13 +19,68 @@ export interface BatchConnection {
   readonly inTransaction: boolean;
 }
 
-/** A pg client outside a transaction: named statements are prepared once and planned once. */
-export function pgClientConnection(client: pg.ClientBase): BatchConnection {
+/**
+ * A pg client outside a transaction: named statements are prepared once and planned once. With
+ * `unnamed`, inside a transaction, and every statement parsed afresh (a pooler in
+ * transaction mode shares server connections, and what one client prepared meets the others).
+ */
+export function pgClientConnection(client: pg.ClientBase, options: { unnamed?: boolean } = {}): BatchConnection {
   return {
-    inTransaction: false,
+    inTransaction: options.unnamed ?? false,
     query: async <R>(text: string, values: readonly unknown[], name?: string) =>
-      (await client.query<R & pg.QueryResultRow>({ name, text, values: [...values] })).rows,
+      (await client.query<R & pg.QueryResultRow>({ name: options.unnamed ? undefined : name, text, values: [...values] })).rows,
   };
+}
+
+/** Whether the server connections under a projector's pool are its own, or a pooler's to share. */
+export interface ServerConnections {
+  /** Set once a statement prepared on one of our connections was missing, or already there. */
+  shared: boolean;
+}
+
+/** Clients set up for batches: no JIT (a batch is planned cheap and runs once). */
+const readyClients = new WeakSet<pg.ClientBase>();
+
+/**
+ * Runs `work` (a batch) on `client`, a connection of a pool: on a session of its own, each
+ * statement committing alone, named ones prepared once and JIT off for the session. Behind a
+ * pooler in transaction mode (PgBouncer) each transaction goes to any server connection, which
+ * other clients share: a named statement is then missing there (26000), or another client
+ * prepared it there already (42P05). From the first such error on, `connections.shared` is set
+ * and each batch runs as one transaction of unnamed statements, JIT off for it alone, so
+ * that nothing is left on a server connection; the batch that failed runs again so (the
+ * statement that failed changed nothing).
+ *
+ * @example
+ * ```ts
+ * const connections = { shared: false };
+ * await withPinnedConnection(db, ({ client }) => onPoolClient(client, connections, (connection) => runBatchStoppingFailures(db, projection, held, options, connection)));
+ * ```
+ */
+export async function onPoolClient<T>(client: pg.ClientBase, connections: ServerConnections, work: (connection: BatchConnection) => Promise<T>): Promise<T> {
+  if (!connections.shared) {
+    try {
+      if (!readyClients.has(client)) {
+        await client.query('SET jit = off');
+        readyClients.add(client);
+      }
+      return await work(pgClientConnection(client));
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code !== '26000' && code !== '42P05') throw error;
+      connections.shared = true;
+    }
+  }
+  await client.query('BEGIN; SET LOCAL jit = off');
+  try {
+    const result = await work(pgClientConnection(client, { unnamed: true }));
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    // A connection that failed is closed by the pool, not given back in the transaction.
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
 }
 
 /** A Kysely bound to one connection: a transaction, or the callback of `db.connection()`. */

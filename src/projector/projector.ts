@@ -1,17 +1,20 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
-import type pg from 'pg';
 import { poolOf } from '../db/open-database.js';
+import { sleep } from '../time/sleep.js';
+import { isConnectionLoss } from '../db/connection-loss.js';
+import { DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
 import type { Checkpoint } from './checkpoint.js';
 import { horizonHasPassed, currentTransactionLimit } from './horizon.js';
+import { notificationsArrive } from './notification-probe.js';
 import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
-import { type BatchConnection, kyselyConnection, pgClientConnection } from './batch-connection.js';
+import { type BatchConnection, kyselyConnection, onPoolClient, type ServerConnections } from './batch-connection.js';
 import { type BatchResult, runBatchStoppingFailures } from './run-batch.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
@@ -22,6 +25,9 @@ import type { StoppedSession } from './sql/batch-sql.js';
  * The same as a rebuild's.
  */
 export const DEFAULT_BATCH_SIZE = 50_000;
+
+/** The longest wait between two attempts to reach a database that is down. */
+const MAX_RECONNECT_DELAY_MS = 4000;
 
 export interface ProjectorOptions {
   /** Events read per batch (an upper bound: a batch takes what is there); default 50000. */
@@ -37,7 +43,15 @@ export interface ProjectorOptions {
   skipInvalid?: boolean;
   /** This projector's name in the lease; default `host:pid:random`. */
   owner?: string;
-  /** Connection string for LISTEN; without it the projector polls. */
+  /**
+   * How long `catchUp` keeps trying after the connection to the database is lost (default
+   * 60000 ms); `run` keeps trying as long as it runs.
+   */
+  connectionRetryMs?: number;
+  /**
+   * Connection string for LISTEN; without it the projector polls. Straight to PostgreSQL, or
+   * through a pooler in session mode: a pooler in transaction mode passes no NOTIFY on.
+   */
   listenUrl?: string;
   /** What happens, for logs and metrics. */
   onEvent?: (event: ProjectorEvent) => void;
@@ -51,9 +65,13 @@ export type ProjectorEvent =
   /** A batch stopped sessions: at an event the projection cannot read, at a hole in the log, or where its SQL failed on their events. */
   | { type: 'sessions_stopped'; sessions: StoppedSession[]; count: number }
   | { type: 'retry'; error: Error; delayMs: number }
+  /** The database stopped answering (the connection was lost or cannot be made), or answers again. */
+  | { type: 'database'; reachable: boolean; error?: Error }
   | { type: 'waiting'; reason: string }
   /** A round of the daemon's loop found nothing to do: it is alive, as leader or standby. */
-  | { type: 'idle'; role: 'leader' | 'standby' };
+  | { type: 'idle'; role: 'leader' | 'standby' }
+  /** Whether a NOTIFY reaches the daemon's LISTEN (a probe at its start): when not, it finds appends by polling. */
+  | { type: 'notifications'; heard: boolean; pollIntervalMs: number };
 
 /**
  * What `Projector.catchUp` did: events folded and set aside, sessions stopped, in how many
@@ -88,10 +106,12 @@ export interface CatchUpReport {
  */
 export class Projector {
   readonly lease: Lease;
-  private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner'>>;
+  private readonly options: Required<Omit<ProjectorOptions, 'listenUrl' | 'onEvent' | 'owner' | 'connectionRetryMs'>>;
   private held: HeldLease | null = null;
-  /** Connections this projector has set up for batches (no JIT: a batch is planned cheap and runs once). */
-  private readonly readyConnections = new WeakSet<pg.ClientBase>();
+  /** Whether the last contact with the database worked: its changes are reported once each. */
+  private databaseReachable = true;
+  /** Whether a pooler shares the server connections under the batches' pool (see `onPoolClient`). */
+  private readonly serverConnections: ServerConnections = { shared: false };
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -111,7 +131,13 @@ export class Projector {
   /** Holds the lease now (taking it if it is free), or returns false. */
   async lead(): Promise<boolean> {
     if (this.held !== null) return true;
-    this.held = await this.lease.tryAcquire();
+    try {
+      this.held = await this.lease.tryAcquire();
+    } catch (error) {
+      if (isConnectionLoss(error)) this.lost(error as Error);
+      throw error;
+    }
+    this.reached();
     if (this.held !== null) this.emit({ type: 'leader', owner: this.lease.owner, epoch: this.held.epoch });
     return this.held !== null;
   }
@@ -126,18 +152,14 @@ export class Projector {
       const result =
         poolOf(this.db) === undefined
           ? await this.db.connection().execute((db) => run(kyselyConnection(db, { inTransaction: false })))
-          : await withPinnedConnection(this.db, async ({ client }) => {
-              if (!this.readyConnections.has(client)) {
-                await client.query('SET jit = off');
-                this.readyConnections.add(client);
-              }
-              return run(pgClientConnection(client));
-            });
+          : await withPinnedConnection(this.db, ({ client }) => onPoolClient(client, this.serverConnections, run));
+      this.reached();
       if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });
       return result;
     } catch (error) {
       if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) this.standby(error.message);
+      if (isConnectionLoss(error)) this.lost(error as Error);
       throw error;
     }
   }
@@ -147,8 +169,26 @@ export class Projector {
    * Waits while another projector holds the lease or an older transaction is still open.
    */
   async catchUp(signal?: AbortSignal): Promise<CatchUpReport> {
-    const target = await currentTransactionLimit(this.db);
     const report: CatchUpReport = { eventsApplied: 0, skipped: 0, stopped: 0, batches: 0, checkpoint: undefined };
+    let target: string | undefined;
+    // A lost connection is tried again from the checkpoint, which only whole batches move.
+    await retryOnConnectionLoss(
+      async () => {
+        target ??= await currentTransactionLimit(this.db);
+        await this.catchUpTo(target, report, signal);
+      },
+      {
+        retryForMs: this.settings.connectionRetryMs ?? DEFAULT_CONNECTION_RETRY.retryForMs,
+        maxDelayMs: MAX_RECONNECT_DELAY_MS,
+        signal,
+        onRetry: (error, _attempt, delayMs) => this.emit({ type: 'retry', error, delayMs }),
+      },
+    );
+    return report;
+  }
+
+  /** {@link catchUp}'s loop: batches until the horizon has passed `target` and a batch finds nothing. */
+  private async catchUpTo(target: string, report: CatchUpReport, signal?: AbortSignal): Promise<void> {
     // Whether the horizon had passed `target` before the batch now starting: only an empty batch
     // that began after it had can have seen everything committed before the call.
     let horizonPassed = false;
@@ -174,13 +214,12 @@ export class Projector {
           report.stopped += result.stoppedCount;
           continue;
         }
-        if (horizonPassed) return report;
+        if (horizonPassed) return;
         horizonPassed = await horizonHasPassed(this.db, target);
         if (horizonPassed) continue;
         this.emit({ type: 'waiting', reason: 'a transaction older than this run is still open (see os-audit status)' });
         await sleep(this.options.pollIntervalMs, signal);
       }
-      return report;
     } finally {
       await this.releaseLease();
     }
@@ -195,6 +234,8 @@ export class Projector {
   async run(signal: AbortSignal): Promise<void> {
     const listener = this.settings.listenUrl ? new AppendListener(this.settings.listenUrl, (error) => this.emit({ type: 'retry', error, delayMs: 0 })) : undefined;
     listener?.start();
+    // Behind a pooler in transaction mode no NOTIFY arrives: say so rather than poll unheard.
+    if (this.settings.listenUrl) void this.probeNotifications(this.settings.listenUrl, signal);
     const idle = (ms: number) => (listener ? listener.wait(ms, signal) : sleep(ms, signal));
     let retryDelayMs = 500;
     try {
@@ -222,10 +263,12 @@ export class Projector {
           } else if (error instanceof CheckpointMovedError) {
             continue;
           } else {
+            // Back soon after the database is: a lost connection is retried every few seconds at most.
+            const connectionLost = isConnectionLoss(error);
             this.emit({ type: 'retry', error: error as Error, delayMs: retryDelayMs });
-            await this.recordError(error as Error);
+            if (!connectionLost) await this.recordError(error as Error);
             await sleep(retryDelayMs, signal);
-            retryDelayMs = Math.min(retryDelayMs * 2, 30_000);
+            retryDelayMs = Math.min(retryDelayMs * 2, connectionLost ? MAX_RECONNECT_DELAY_MS : 30_000);
           }
         }
       }
@@ -262,20 +305,24 @@ export class Projector {
       .catch(() => {});
   }
 
+  private lost(error: Error): void {
+    if (!this.databaseReachable) return;
+    this.databaseReachable = false;
+    this.emit({ type: 'database', reachable: false, error });
+  }
+
+  private reached(): void {
+    if (this.databaseReachable) return;
+    this.databaseReachable = true;
+    this.emit({ type: 'database', reachable: true });
+  }
+
+  private async probeNotifications(listenUrl: string, signal: AbortSignal): Promise<void> {
+    const heard = await notificationsArrive(this.db, listenUrl, { signal });
+    if (heard !== undefined && !signal.aborted) this.emit({ type: 'notifications', heard, pollIntervalMs: this.options.pollIntervalMs });
+  }
+
   private emit(event: ProjectorEvent): void {
     this.settings.onEvent?.(event);
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

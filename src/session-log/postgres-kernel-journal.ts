@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import type { DB } from '../db/schema.js';
 
 /** Chain positions stay below this (the SDK's bound, shared across hosts). */
@@ -185,12 +186,14 @@ class JournalRefusal extends Error {
  */
 export class PostgresKernelJournal {
   private readonly errors: JournalErrorClasses;
+  private readonly connectionRetry: ConnectionRetry | false;
 
   constructor(
     private readonly db: Kysely<DB>,
-    options: { errors?: JournalErrorClasses | undefined } = {},
+    options: { errors?: JournalErrorClasses | undefined; connectionRetry?: ConnectionRetry | false | undefined } = {},
   ) {
     this.errors = options.errors ?? { JournalCasConflictError, JournalIntegrityError, JournalIoError };
+    this.connectionRetry = options.connectionRetry ?? {};
   }
 
   /**
@@ -198,11 +201,13 @@ export class PostgresKernelJournal {
    * (`undefined`: the chain is empty and `record` is its genesis, step 0).
    */
   compareAndAppend(operationId: string, expectedHead: string | undefined, record: JournalRecordInput): Promise<JournalAppendReceipt> {
-    return this.run(async () => {
+    return this.run(async (attempt) => {
       checkRecord(record);
       return this.db.transaction().execute(async (trx) => {
         const operation = await lockOperation(trx, operationId);
         const head = operation.head_digest === null ? undefined : { step_seq: operation.head_step_seq!, record_digest: operation.head_digest };
+        // The attempt whose answer a lost connection took may have appended it: records are named by their digest.
+        if (attempt > 1 && head?.record_digest === record.record_digest && head.step_seq === record.step_seq) return { ...head };
         checkAppendPrecondition(head, expectedHead, record);
         await trx
           .insertInto('kernel_journal_records')
@@ -274,11 +279,12 @@ export class PostgresKernelJournal {
     coveredHead: string,
     checkpoint: CheckpointCandidate,
   ): Promise<InstalledCheckpoint> {
-    return this.run(async () => {
+    return this.run(async (attempt) => {
       checkCandidate(checkpoint);
       return this.db.transaction().execute(async (trx) => {
         const operation = await lockOperation(trx, operationId);
         const latest = await latestCheckpointOf(trx, operationId);
+        if (attempt > 1 && latest?.checkpoint_id === checkpoint.checkpoint_id && latest.previous_checkpoint_id === previousCheckpointId) return latest;
         checkCheckpointPrecondition(latest, previousCheckpointId, checkpoint);
         const covered = await trx
           .selectFrom('kernel_journal_records')
@@ -413,10 +419,14 @@ export class PostgresKernelJournal {
     });
   }
 
-  /** Runs `work`, throwing its refusals as the configured classes and anything else as an I/O failure. */
-  private async run<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work`, again on a new connection while the connection is lost (each method is safe
+   * to run again: a read, an idempotent write, or a compare-and-set that recognizes its own
+   * earlier success), throwing refusals as the configured classes and anything else as an I/O failure.
+   */
+  private async run<T>(work: (attempt: number) => Promise<T>): Promise<T> {
     try {
-      return await work();
+      return this.connectionRetry === false ? await work(1) : await retryOnConnectionLoss(work, this.connectionRetry);
     } catch (error) {
       if (error instanceof JournalRefusal) {
         throw error.failure === 'conflict' ? new this.errors.JournalCasConflictError(error.message) : new this.errors.JournalIntegrityError(error.message);

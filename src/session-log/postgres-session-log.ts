@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
 import { type DatabaseOptions, openDatabase } from '../db/open-database.js';
+import type { ConnectionRetry } from '../db/retry-on-connection-loss.js';
 import type { DB } from '../db/schema.js';
 import { parseJson } from '../json/parse-json.js';
 import type { JsonValue } from '../json/json-value.js';
-import { type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../store/encode-event.js';
+import { checkSessionId, type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../store/encode-event.js';
+import type { Limits } from '../store/limits.js';
 import type { EventOrigin } from '../store/invalid-event-error.js';
 import { EventStore } from '../store/event-store.js';
 import { type JournalErrorClasses, PostgresKernelJournal } from './postgres-kernel-journal.js';
@@ -61,7 +63,7 @@ export const KERNEL_PRIMITIVES_V0_2_36: KernelPrimitiveKinds = {
  * const log = new PostgresSessionLog(openDatabase({ connectionString: process.env.DATABASE_URL! }), { values: 'exact' });
  * ```
  */
-export interface PostgresSessionLogOptions {
+export interface PostgresSessionLogOptions extends Limits {
   /**
    * How `read` gives events back: `'plain'` (default) as `JSON.parse` gives them, as the SDKs'
    * own logs do; `'exact'` through `parseJson`, integers above 2^53 as `bigint` and numbers
@@ -73,6 +75,13 @@ export interface PostgresSessionLogOptions {
    * `JsonFloat` as its text, `-0` as `-0` (see `stringifyJson`).
    */
   values?: 'plain' | 'exact';
+  /**
+   * How long appends, reads and the kernel journal keep trying while the connection to
+   * PostgreSQL is lost (a killed connection, a server restart, a failover); default 60 s, then a
+   * `ConnectionLostError` (`retryable`, `stored: false`). An append is never stored twice by it.
+   * `false`: fail at once.
+   */
+  connectionRetry?: ConnectionRetry | false;
   /** The kinds of each kernel primitive, for `read`'s `primitiveFilter`; default {@link KERNEL_PRIMITIVES_V0_2_60}. */
   primitives?: KernelPrimitiveKinds;
   /**
@@ -131,6 +140,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   private readonly parse: (text: string) => Event;
   private readonly encode: (event: Event, origin: EventOrigin) => EncodedEvent;
   private readonly primitives: KernelPrimitiveKinds;
+  private readonly limits: Limits;
   /** Per session: the appends waiting while one is on its way (present while one is). */
   private readonly queues = new Map<string, QueuedAppend[]>();
 
@@ -139,12 +149,15 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
     readonly db: Kysely<DB>,
     options: PostgresSessionLogOptions = {},
   ) {
-    this.store = new EventStore(db);
-    this.kernelJournal = new PostgresKernelJournal(db, { errors: options.journalErrors });
+    this.store = new EventStore(db, { connectionRetry: options.connectionRetry });
+    this.kernelJournal = new PostgresKernelJournal(db, { errors: options.journalErrors, connectionRetry: options.connectionRetry });
     const exact = options.values === 'exact';
     this.parse = (exact ? parseJson : JSON.parse) as (text: string) => Event;
     // Both store JSON.stringify's text; only stringifyJson writes bigint and JsonFloat, the native one is faster.
-    this.encode = exact ? (event, origin) => encodeEventValue(event as unknown as JsonValue, origin) : encodeSdkEvent;
+    this.limits = { maxEventBytes: options.maxEventBytes, maxSessionIdBytes: options.maxSessionIdBytes };
+    this.encode = exact
+      ? (event, origin) => encodeEventValue(event as unknown as JsonValue, origin, this.limits)
+      : (event, origin) => encodeSdkEvent(event, origin, this.limits);
     this.primitives = options.primitives ?? KERNEL_PRIMITIVES_V0_2_60;
   }
 
@@ -172,6 +185,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   appendMany(sessionId: string, events: readonly Event[]): Promise<number[]> {
     return new Promise<number[]>((resolve, reject) => {
       // Checked now: a refused event fails its own call only, and nothing of it is stored.
+      checkSessionId(sessionId, {}, this.limits);
       const encoded = events.map((event, index) => this.encode(event, events.length === 1 ? { sessionId } : { sessionId, index }));
       if (encoded.length === 0) return resolve([]);
       const queued = { events: encoded, resolve, reject };
@@ -205,7 +219,7 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
    */
   private async storeGroup(sessionId: string, group: readonly QueuedAppend[]): Promise<void> {
     try {
-      const seqs = await this.store.appendEncoded(sessionId, group.flatMap((queued) => queued.events));
+      const seqs = await this.store.appendEncoded(sessionId, group.flatMap((queued) => queued.events), this.limits);
       let next = 0;
       for (const queued of group) {
         queued.resolve(seqs.slice(next, next + queued.events.length));

@@ -7,6 +7,7 @@ import { escapeLoneSurrogates, hasUnstorableChar, mayHoldUnreadableString, reada
 import { stringifyJson } from '../json/stringify-json.js';
 import { isU32 } from '../json/unsigned-integers.js';
 import { type EventOrigin, InvalidEventError } from './invalid-event-error.js';
+import { eventTooLarge, type Limits, maxEventBytesOf, maxSessionIdBytesOf } from './limits.js';
 
 /**
  * An event ready for a `session_events` row.
@@ -45,7 +46,7 @@ export interface EncodedEvent {
  * // throws InvalidEventError: field "message": required field is missing
  * ```
  */
-export interface EncodeOptions {
+export interface EncodeOptions extends Limits {
   /**
    * Enforce the Rust core's shapes (section 2 of the contract): refuse what its decoder would,
    * unknown kinds included. By default every JSON object with a non-empty string `kind` is
@@ -60,7 +61,7 @@ export interface EncodeOptions {
  * as it is, white space between tokens removed. `value` is the text already parsed (with
  * `parseJson`), when the caller has it.
  *
- * Refused: text that is not JSON, a value that is not an object or has no non-empty string
+ * Refused: text of more than `maxEventBytes` bytes (64 MiB by default), text that is not JSON, a value that is not an object or has no non-empty string
  * `kind`, a key repeated in one object, nesting deeper than `MAX_JSON_DEPTH`; under `strict`,
  * whatever the Rust core's decoder refuses.
  *
@@ -71,6 +72,7 @@ export interface EncodeOptions {
  * ```
  */
 export function encodeEventText(text: string, origin: EventOrigin, options: EncodeOptions = {}, value?: JsonValue): EncodedEvent {
+  checkSize(text, origin, options);
   const event = checkEvent(value ?? InvalidEventError.parsing(() => parseJson(text), origin), origin, options);
   return encoded(event, compactJson(text));
 }
@@ -127,6 +129,7 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
  */
 function encodeWritten(event: unknown, text: string | undefined, origin: EventOrigin, options: EncodeOptions): EncodedEvent {
   if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeJsonValue(event)}`);
+  checkSize(text, origin, options);
   const shown = options.strict || mayHoldUnreadableString(text) ? undefined : kindAndTurnAsWritten(event as object);
   if (shown === undefined) return encodeEventText(text, origin, options);
   return { kind: shown.kind, turn: u32OrNull(shown.turn), payload: text, payloadText: null };
@@ -147,6 +150,14 @@ function kindAndTurnAsWritten(event: object): { kind: string; turn: unknown } | 
   const turnValue: unknown = turn?.value;
   if (Object.is(turnValue, -0) || typeof turnValue === 'bigint' || (typeof turnValue === 'object' && turnValue !== null)) return undefined;
   return { kind: kind.value, turn: turnValue };
+}
+
+/** Refuses an event text of more bytes than the limit (counted first when it may be over: it takes a pass over the text). */
+function checkSize(text: string, origin: EventOrigin, limits: Limits): void {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8.
+  if (text.length * 3 <= maxEventBytesOf(limits)) return;
+  const tooLarge = eventTooLarge(Buffer.byteLength(text), limits);
+  if (tooLarge !== undefined) throw new InvalidEventError(origin, tooLarge);
 }
 
 /** The event as an object with a non-empty string kind (and, under `strict`, the Rust core's shape). */
@@ -183,14 +194,39 @@ function u32OrNull(turn: unknown): number | null {
   return isU32(turn) ? turn : null;
 }
 
-/** A session id is a non-empty string that PostgreSQL `text` can hold. */
-export function checkSessionId(sessionId: unknown, origin: Omit<EventOrigin, 'sessionId'> = {}): string {
+/**
+ * A session id is a non-empty string that PostgreSQL `text` can hold; one to store must also be
+ * at most `maxSessionIdBytes` bytes (1024 by default; `limits` undefined: a session id to look up).
+ *
+ * @example
+ * ```ts
+ * checkSessionId('x'.repeat(2000), { file: 'in.jsonl', line: 3 }, {}); // throws InvalidEventError: … longer than 1024 bytes …
+ * ```
+ */
+export function checkSessionId(sessionId: unknown, origin: Omit<EventOrigin, 'sessionId'> = {}, limits?: Limits): string {
   if (typeof sessionId !== 'string' || sessionId === '' || hasUnstorableChar(sessionId)) {
-    const shown = typeof sessionId === 'string' ? JSON.stringify(sessionId) : String(sessionId);
+    const shown = typeof sessionId === 'string' ? JSON.stringify(shortened(sessionId)) : String(sessionId);
     throw new InvalidEventError(
       origin,
       `session id ${shown} is not valid: it must be a non-empty string without U+0000 or lone surrogates`,
     );
   }
+  if (limits !== undefined) {
+    const max = maxSessionIdBytesOf(limits);
+    const bytes = sessionId.length * 3 > max ? Buffer.byteLength(sessionId) : 0;
+    if (bytes > max) {
+      throw new InvalidEventError(
+        origin,
+        `session id ${JSON.stringify(shortened(sessionId))} is ${bytes} bytes, longer than ${max} (the limit is maxSessionIdBytes, --max-session-id-bytes or OS_AUDIT_MAX_SESSION_ID_BYTES)`,
+      );
+    }
+  }
   return sessionId;
 }
+
+/** The start of a long text, for an error message that must stay readable. */
+function shortened(text: string): string {
+  return text.length <= SHOWN_CHARS ? text : `${text.slice(0, SHOWN_CHARS)}…`;
+}
+
+const SHOWN_CHARS = 80;

@@ -1,18 +1,35 @@
 import { setImmediate } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
+import { ConnectionLostError, isConnectionLoss } from '../db/connection-loss.js';
 import { poolOf } from '../db/open-database.js';
+import { type ConnectionRetry, DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
+import { sleep } from '../time/sleep.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventValue } from './encode-event.js';
-import { appendAtHeadSql, reserveSeqsSql } from './sql/append-at-head.js';
+import type { Limits } from './limits.js';
+import { appendAtHeadSql, type HeadReserved, reserveSeqsSql } from './sql/append-at-head.js';
 import { copyEvents, eventRowsText, sessionEventsText } from './sql/copy-events.js';
 import { advanceHeadsSql, appendSequencedSql, type SessionSpans } from './sql/append-sequenced.js';
 import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
 import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
+
+/**
+ * How an {@link EventStore} rides through a lost connection.
+ *
+ * @example
+ * ```ts
+ * const store = new EventStore(db, { connectionRetry: { retryForMs: 10_000 } });
+ * ```
+ */
+export interface EventStoreOptions {
+  /** How long to keep trying while the connection is lost; `false`: fail at once. Default: for 60 s. */
+  connectionRetry?: ConnectionRetry | false;
+}
 
 /** Events per statement of an append at the head (larger appends take several, in one transaction). */
 const APPEND_SLICE = 250;
@@ -89,18 +106,32 @@ export class EventStore {
   /** The connection under this store's transaction, for `COPY` (see {@link transaction}). */
   private copyClient: pg.PoolClient | undefined;
 
-  constructor(readonly db: Kysely<DB>) {}
+  private readonly connectionRetry: ConnectionRetry | false;
 
   /**
-   * Appends a batch to one session atomically and returns the seqs it got: one statement, or
-   * for a large batch a few in one transaction, the session's head locked from the first.
+   * `connectionRetry`: how long an append or read outside a transaction keeps trying while the
+   * connection to PostgreSQL is lost (default: {@link DEFAULT_CONNECTION_RETRY}); `false` fails
+   * at once. Appends are never stored twice by it (see {@link append}).
+   */
+  constructor(
+    readonly db: Kysely<DB>,
+    options: EventStoreOptions = {},
+  ) {
+    this.connectionRetry = options.connectionRetry ?? {};
+  }
+
+  /**
+   * Appends a batch to one session atomically and returns the seqs it got: in one transaction,
+   * the session's head locked from its first statement. Should the connection be lost, the
+   * append goes again on a new one (within `connectionRetry`) only once it is known that nothing
+   * of it was stored (or, with `expectedSeq`, that the stored events are these): never twice.
    * Every event is checked first (a JSON object with a non-empty string `kind`; under `strict`,
    * the Rust core's shape): one that is refused rejects the whole batch
    * ({@link InvalidEventError}). Listeners of `os_audit_events_appended` are woken on commit.
    */
   append(sessionId: string, events: readonly JsonValue[], options: AppendOptions = {}): Promise<number[]> {
     const { expectedSeq } = options;
-    return this.appendWith(sessionId, events.length, expectedSeq, (from, to) =>
+    return this.appendWith(sessionId, events.length, expectedSeq, options, (from, to) =>
       events.slice(from, to).map((event, offset) => {
         const index = from + offset;
         return encodeEventValue(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options);
@@ -110,61 +141,138 @@ export class EventStore {
 
   /**
    * {@link append} of events already encoded (`encodeEventText`, `encodeEventValue`,
-   * `encodeSdkEvent`), as they are.
+   * `encodeSdkEvent`, whose options bound their size), as they are.
    */
-  appendEncoded(sessionId: string, events: readonly EncodedEvent[], options: { expectedSeq?: number } = {}): Promise<number[]> {
-    return this.appendWith(sessionId, events.length, options.expectedSeq, (from, to) => events.slice(from, to));
+  appendEncoded(sessionId: string, events: readonly EncodedEvent[], options: { expectedSeq?: number } & Pick<Limits, 'maxSessionIdBytes'> = {}): Promise<number[]> {
+    return this.appendWith(sessionId, events.length, options.expectedSeq, options, (from, to) => events.slice(from, to));
   }
 
   private async appendWith(
     sessionId: string,
     count: number,
     expectedSeq: number | undefined,
+    limits: Limits,
     encode: (from: number, to: number) => EncodedEvent[],
   ): Promise<number[]> {
-    checkSessionId(sessionId);
+    checkSessionId(sessionId, {}, limits);
     if (count === 0) return [];
     if (expectedSeq !== undefined) {
       const rows = emptyRows();
       encode(0, count).forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
-      await this.appendSequenced(rows);
+      const store = async (attempt: number) => {
+        try {
+          await this.appendSequenced(rows);
+        } catch (error) {
+          // An earlier attempt whose answer the lost connection took may have stored them: then it is done.
+          if (attempt > 1 && error instanceof ConcurrencyError && (await this.findFirstMismatch(rows)) === -1) return;
+          throw error;
+        }
+      };
+      await (this.db.isTransaction ? store(1) : this.retrying(store));
       return rows.seqs;
     }
-    const pool = poolOf(this.db);
-    const lastSeq =
-      count <= APPEND_SLICE
-        ? await this.appendSlicesAtHead(this.db, sessionId, count, encode)
-        : pool !== undefined
-          ? await this.copyAtHead(pool, sessionId, count, encode)
-          : await this.inTransaction((trx) => this.appendSlicesAtHead(trx, sessionId, count, encode));
+    const lastSeq = this.db.isTransaction
+      ? (this.copyClient !== undefined && count > APPEND_SLICE
+          ? await this.copyAtHead(this.copyClient, sessionId, count, encode)
+          : await this.appendSlicesAtHead(this.db, sessionId, count, encode)
+        ).last_seq
+      : await this.retrying(() => this.appendAtHeadCommitted(sessionId, count, encode));
     return Array.from({ length: count }, (_, index) => lastSeq - count + 1 + index);
   }
 
+  /** `work`, tried again while the connection is lost, as this store's `connectionRetry` says. */
+  private retrying<T>(work: (attempt: number) => Promise<T>): Promise<T> {
+    return this.connectionRetry === false || this.db.isTransaction ? work(1) : retryOnConnectionLoss(work, this.connectionRetry);
+  }
+
   /**
-   * A large append through `COPY`, in a transaction of its own: the session's head is moved
-   * first (its row lock keeps other writers of the session waiting until the commit), then
-   * the events stream in, a slice encoded while the server stores the one before.
+   * An append at the head in a transaction of its own, whose outcome is known even when the
+   * connection drops: lost before the commit was sent, nothing is stored; lost during the
+   * commit, the transaction's status tells. Either way a {@link ConnectionLostError} says
+   * nothing is stored, and the append can go again.
+   */
+  private async appendAtHeadCommitted(sessionId: string, count: number, encode: (from: number, to: number) => EncodedEvent[]): Promise<number> {
+    const notStored = (error: unknown) =>
+      new ConnectionLostError(
+        `the connection to PostgreSQL was lost before the append to session ${JSON.stringify(sessionId)} committed; nothing of it is stored: ${(error as Error).message}`,
+        false,
+        { cause: error },
+      );
+    // Where the connection was lost at the commit: the transaction that may have committed.
+    let inDoubt: { head: HeadReserved; error: unknown } | undefined;
+    const write = async (db: Kysely<DB>, client: pg.PoolClient | undefined): Promise<number> => {
+      let head: HeadReserved | undefined;
+      try {
+        await sql`BEGIN`.execute(db);
+        head =
+          client !== undefined && count > APPEND_SLICE
+            ? await this.copyAtHead(client, sessionId, count, encode)
+            : await this.appendSlicesAtHead(db, sessionId, count, encode);
+        await sql`COMMIT`.execute(db);
+        return head.last_seq;
+      } catch (error) {
+        if (!isConnectionLoss(error)) {
+          await sql`ROLLBACK`.execute(db).catch(() => {});
+          throw error;
+        }
+        if (head !== undefined) inDoubt = { head, error };
+        throw error;
+      }
+    };
+    try {
+      return poolOf(this.db) === undefined
+        ? await this.db.connection().execute((db) => write(db, undefined))
+        : await withPinnedConnection(this.db, ({ client, db }) => write(db, client));
+    } catch (error) {
+      if (!isConnectionLoss(error) || error instanceof ConnectionLostError) throw error;
+      // Asked once the broken connection is back in the pool, which may have no other to give.
+      if (inDoubt !== undefined && (await this.transactionCommitted(inDoubt.head.transaction_id, inDoubt.error))) return inDoubt.head.last_seq;
+      throw notStored(error);
+    }
+  }
+
+  /**
+   * Whether a transaction whose commit may have been cut off committed: asked on another
+   * connection, once it has ended. When that cannot be learned in time, its outcome is unknown:
+   * a {@link ConnectionLostError} that must not be retried blindly.
+   */
+  private async transactionCommitted(transactionId: string, lost: unknown): Promise<boolean> {
+    try {
+      return await retryOnConnectionLoss(async () => {
+        for (;;) {
+          const { rows } = await sql<{ status: string | null }>`SELECT pg_xact_status(${transactionId}::xid8) AS status`.execute(this.db);
+          const status = rows[0]!.status;
+          // Still in progress: its server process has not yet seen that its client is gone.
+          if (status !== 'in progress') return status === 'committed';
+          await sleep(50);
+        }
+      }, this.connectionRetry || {});
+    } catch (error) {
+      if (!isConnectionLoss(error)) throw error;
+      throw new ConnectionLostError(
+        `the connection to PostgreSQL was lost while transaction ${transactionId} committed, and whether it did could not be learned: ` +
+          `see SELECT pg_xact_status('${transactionId}') before appending again (${(lost as Error).message})`,
+        'unknown',
+        { cause: lost },
+      );
+    }
+  }
+
+  /**
+   * Moves the head and streams the events in with `COPY`, a slice encoded while the server
+   * stores the one before, inside the caller's transaction: the head's row lock keeps other
+   * writers of the session waiting until it ends.
    */
   private async copyAtHead(
-    pool: pg.Pool,
+    client: pg.PoolClient,
     sessionId: string,
     count: number,
     encode: (from: number, to: number) => EncodedEvent[],
-  ): Promise<number> {
-    const head = reserveSeqsSql(sessionId, count).compile(this.db);
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      const lastSeq = (await client.query<{ last_seq: number }>(head.sql, [...head.parameters])).rows[0]!.last_seq;
-      await copyEvents(client, sessionEventsText(sessionId, lastSeq - count + 1, slices(count, APPEND_SLICE, encode)));
-      await client.query('COMMIT');
-      return lastSeq;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+  ): Promise<HeadReserved> {
+    const reserve = reserveSeqsSql(sessionId, count).compile(this.db);
+    const head = (await client.query<HeadReserved>(reserve.sql, [...reserve.parameters])).rows[0]!;
+    await copyEvents(client, sessionEventsText(sessionId, head.last_seq - count + 1, slices(count, APPEND_SLICE, encode)));
+    return head;
   }
 
   /**
@@ -177,16 +285,19 @@ export class EventStore {
     sessionId: string,
     count: number,
     encode: (from: number, to: number) => EncodedEvent[],
-  ): Promise<number> {
-    const statements: Promise<{ rows: { last_seq: number }[] }>[] = [];
+  ): Promise<HeadReserved> {
+    const statements: Promise<{ rows: HeadReserved[] }>[] = [];
     try {
       for (const slice of slices(count, APPEND_SLICE, encode)) {
-        statements.push(appendAtHeadSql(sessionId, slice).execute(db));
+        const statement = appendAtHeadSql(sessionId, slice).execute(db);
+        // Its failure is thrown below, once all are sent; meanwhile it is not an unhandled rejection.
+        statement.catch(() => {});
+        statements.push(statement);
         // Let the driver send the statement before the CPU goes to the next slice.
         await setImmediate();
       }
       const results = await Promise.all(statements);
-      return results.at(-1)!.rows[0]!.last_seq;
+      return results.at(-1)!.rows[0]!;
     } catch (error) {
       await Promise.allSettled(statements);
       throw error;
@@ -226,7 +337,7 @@ export class EventStore {
    */
   async findFirstMismatch(rows: EventRows): Promise<number> {
     if (rows.seqs.length === 0) return -1;
-    const { rows: found } = await findFirstMismatchSql(rows).execute(this.db);
+    const { rows: found } = await this.retrying(() => findFirstMismatchSql(rows).execute(this.db));
     return found[0] === undefined ? -1 : found[0].ordinal - 1;
   }
 
@@ -240,7 +351,7 @@ export class EventStore {
     checkSessionId(sessionId);
     let query = this.db.selectFrom('sessions').select('last_seq').where('session_id', '=', sessionId);
     if (options.lock) query = query.forUpdate();
-    const head = await query.executeTakeFirst();
+    const head = await this.retrying(() => query.executeTakeFirst());
     return head?.last_seq ?? -1;
   }
 
@@ -248,11 +359,11 @@ export class EventStore {
   async lastSeqs(sessionIds: readonly string[]): Promise<Map<string, number>> {
     if (sessionIds.length === 0) return new Map();
     for (const sessionId of sessionIds) checkSessionId(sessionId);
-    const rows = await this.db
+    const query = this.db
       .selectFrom('sessions')
       .select(['session_id', 'last_seq'])
-      .where('session_id', '=', (eb) => eb.fn.any(eb.val([...sessionIds])))
-      .execute();
+      .where('session_id', '=', (eb) => eb.fn.any(eb.val([...sessionIds])));
+    const rows = await this.retrying(() => query.execute());
     return new Map(rows.map((row) => [row.session_id, row.last_seq]));
   }
 
@@ -278,7 +389,8 @@ export class EventStore {
         .where('seq', '>=', nextSeq);
       if (options.kinds !== undefined) query = query.where('kind', '=', sql<string>`ANY(${[...options.kinds]}::text[])`);
       if (options.notKinds !== undefined) query = query.where('kind', '<>', sql<string>`ALL(${[...options.notKinds]}::text[])`);
-      const page = await query.orderBy('seq').limit(pageSize).execute();
+      const pageQuery = query.orderBy('seq').limit(pageSize);
+      const page = await this.retrying(() => pageQuery.execute());
       for (const row of page) {
         yield { sessionId, seq: row.seq, position: row.position, kind: row.kind, recordedAt: row.recorded_at, text: row.text };
       }

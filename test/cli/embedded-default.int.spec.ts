@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startLocalPostgres } from '../../src/db/local-postgres.js';
 import { pollUntil } from '../support/daemon-process.js';
 import { useTempDir } from '../support/log-files.js';
-import { runCliInProcess } from '../support/run-cli-in-process.js';
+import { type CliRun, runCliInProcess } from '../support/run-cli-in-process.js';
 import { createTestDatabase } from '../support/test-database.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -19,6 +19,13 @@ const tempDir = () => {
 };
 const fixture = (name: string) => JSON.parse(readFileSync(path.join(root, 'test/fixtures/os-snapshot', name), 'utf8')) as unknown;
 const serverRunning = (dataDir: string) => existsSync(path.join(dataDir, 'pgdata', 'postmaster.pid'));
+const registeredUsers = (dataDir: string) => readdirSync(path.join(dataDir, 'users'));
+/** This process's environment without DATABASE_URL, on the embedded server of `dataDir`. */
+const embeddedEnv = (dataDir: string): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = { ...process.env, OS_AUDIT_DATA_DIR: dataDir, OS_AUDIT_METRICS_PORT: '0' };
+  delete env.DATABASE_URL;
+  return env;
+};
 
 // Without DATABASE_URL, every command runs on the embedded PostgreSQL of its data directory.
 describe('the embedded default', () => {
@@ -104,9 +111,116 @@ describe('the embedded default', () => {
   }, 120_000);
 });
 
+
+// Many commands share the server of a data directory; none stops it under another.
+describe('the users of the embedded server', () => {
+  it('three commands at once share the server, and the last one out stops it (past a lock a dead command left)', async () => {
+    const dataDir = path.join(tempDir(), 'data');
+    const env = { OS_AUDIT_DATA_DIR: dataDir };
+    expect(await runCliInProcess(['import', path.join(root, 'samples')], { env })).toMatchObject({ code: 0 });
+    expect(await runCliInProcess(['project', '--once'], { env })).toMatchObject({ code: 0 });
+    // The lock of a command killed while it held it (its pid since taken by another process).
+    const lock = path.join(dataDir, 'server.lock');
+    writeFileSync(lock, JSON.stringify({ pid: process.pid, started: 'before a reboot', token: 'killed' }));
+
+    const runs = await Promise.all([
+      runCliProcess(['snapshot', 'spec-ask-user'], embeddedEnv(dataDir)),
+      runCliProcess(['snapshot', 'spec-spawn-lifecycle'], embeddedEnv(dataDir)),
+      runCliProcess(['events', 'spec-ask-user', '--bare'], embeddedEnv(dataDir)),
+    ]);
+    for (const run of runs) expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(runs[0]!.stdout)).toEqual(fixture('os_snapshot_ask_user.json'));
+    expect(JSON.parse(runs[1]!.stdout)).toEqual(fixture('os_snapshot_spawn_lifecycle.json'));
+    expect(runs[2]!.stdout).toMatch(/^\{"kind":"tool_gated"/);
+    expect(serverRunning(dataDir)).toBe(false);
+    expect(registeredUsers(dataDir)).toEqual([]);
+    expect(existsSync(lock)).toBe(false);
+  }, 120_000);
+
+  it('`import` while `up` runs leaves up its server; `db stop` refuses under up; what a `kill -9` of up leaves, the next command cleans up', async () => {
+    const dataDir = path.join(tempDir(), 'data');
+    const env = { OS_AUDIT_DATA_DIR: dataDir };
+    const up = startCli(['up'], embeddedEnv(dataDir));
+    try {
+      await pollUntil('the daemon of `up` to lead', async () => up.stderr().includes('"event":"leader"'), { timeoutMs: 90_000, explain: up.output });
+      const imported = await runCliProcess(['import', path.join(root, 'samples', 'spec-ask-user.jsonl')], embeddedEnv(dataDir));
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(serverRunning(dataDir)).toBe(true);
+      // The daemon of `up` goes on projecting on its server after `import` ended.
+      const snapshot = await pollUntil(
+        'the snapshot of spec-ask-user',
+        async () => {
+          const run = await runCliInProcess(['snapshot', 'spec-ask-user'], { env });
+          return run.code === 0 && run;
+        },
+        { timeoutMs: 30_000, intervalMs: 200, explain: up.output },
+      );
+      expect(JSON.parse(snapshot.stdout)).toEqual(fixture('os_snapshot_ask_user.json'));
+
+      const status = await runCliInProcess(['db', 'status'], { env });
+      expect(status.code).toBe(0);
+      expect(status.stdout).toMatch(new RegExp(`^embedded PostgreSQL in ${dataDir}: running\n  url: {4}postgres://postgres@127\\.0\\.0\\.1:\\d+/os_audit \\(password in ${dataDir}/password\\)\n  users: {2}pid ${up.child.pid} since \\S+: os-audit up\n$`));
+      expect(status.stdout).not.toContain(readFileSync(path.join(dataDir, 'password'), 'utf8').trim());
+
+      const stop = await runCliInProcess(['db', 'stop'], { env });
+      expect(stop.code).toBe(1);
+      expect(stop.stderr).toContain(`the embedded PostgreSQL in ${dataDir} is in use; stop these first, or use --force to stop it under them:\n  pid ${up.child.pid} since`);
+      expect(serverRunning(dataDir)).toBe(true);
+
+      up.child.kill('SIGKILL');
+      await up.exited;
+      expect(serverRunning(dataDir)).toBe(true);
+      const orphaned = JSON.parse((await runCliInProcess(['db', 'status', '--json'], { env })).stdout) as { running: boolean; users: unknown[]; staleUsers: number };
+      expect(orphaned).toMatchObject({ running: true, users: [], staleUsers: 1 });
+
+      const events = await runCliInProcess(['events', 'spec-ask-user'], { env });
+      expect(events.code, events.stderr).toBe(0);
+      expect(events.stderr).toMatch(/using the PostgreSQL that an ended process left running on 127\.0\.0\.1:\d+; it stops when the last command using it ends/);
+      expect(serverRunning(dataDir)).toBe(false);
+      expect(registeredUsers(dataDir)).toEqual([]);
+    } finally {
+      up.child.kill('SIGKILL');
+      await runCliInProcess(['db', 'stop', '--force'], { env });
+    }
+  }, 120_000);
+
+  it('`db start` keeps the server running after every command until `db stop`; `db stop --force` stops it under a user', async () => {
+    const dataDir = path.join(tempDir(), 'data');
+    const env = { OS_AUDIT_DATA_DIR: dataDir };
+    expect(await runCliInProcess(['db', 'status'], { env })).toMatchObject({ code: 0, stdout: `embedded PostgreSQL in ${dataDir}: not created yet\n` });
+    try {
+      const started = await runCliInProcess(['db', 'start'], { env });
+      expect(started).toMatchObject({ code: 0, stdout: expect.stringMatching(/^the embedded PostgreSQL runs until `os-audit db stop`: postgres:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/os_audit\n$/) });
+      expect(await runCliInProcess(['status'], { env })).toMatchObject({ code: 0 });
+      expect(serverRunning(dataDir)).toBe(true);
+      expect((await runCliInProcess(['db', 'status'], { env })).stdout).toMatch(/\n {2}users: {2}kept running by `os-audit db start` since \S+\n$/);
+
+      const user = await startLocalPostgres({ dataDir, user: 'a test using the server' });
+      const refused = await runCliInProcess(['db', 'stop'], { env });
+      expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining(`  pid ${process.pid} since`) });
+      expect(refused.stderr).toContain(': a test using the server\n');
+      expect(await runCliInProcess(['db', 'stop', '--force'], { env })).toMatchObject({
+        code: 0,
+        stdout: `stopped the embedded PostgreSQL in ${dataDir} (under a command using it: pid ${process.pid})\n`,
+      });
+      expect(serverRunning(dataDir)).toBe(false);
+      expect(registeredUsers(dataDir)).toEqual([]);
+      await user.stop();
+      expect(await runCliInProcess(['db', 'stop'], { env })).toMatchObject({ code: 0, stdout: `the embedded PostgreSQL in ${dataDir} is not running\n` });
+    } finally {
+      await runCliInProcess(['db', 'stop', '--force'], { env });
+    }
+  }, 60_000);
+});
+
 /** `os-audit up --import samples` as a process (what `npm start` runs), its output collected. */
 function startUp(env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'up', '--import', 'samples'], { cwd: root, env });
+  return startCli(['up', '--import', 'samples'], env);
+}
+
+/** `os-audit ARGS` as a process, its output collected. */
+function startCli(args: readonly string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -118,4 +232,11 @@ function startUp(env: NodeJS.ProcessEnv) {
     stderr: () => stderr,
     output: () => `stdout: ${stdout}\nstderr: ${stderr}`,
   };
+}
+
+/** Runs `os-audit ARGS` as a process to its end. */
+async function runCliProcess(args: readonly string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  const run = startCli(args, env);
+  const code = await run.exited;
+  return { code: code ?? -1, stdout: run.stdout(), stderr: run.stderr() };
 }

@@ -212,6 +212,19 @@ describe('refusing an operation whose folder breaks the journal rules, naming th
     expect((await importFolder(dir)).failures[0]!.message).toBe(`${empty}: operation "op-envelope": not valid UTF-8`);
   });
 
+  it('a file larger than the limit, refused unread; the other operations are stored', async () => {
+    const dir = tempDir();
+    writeChain(dir, 'op-fine', 'f', 0, 1);
+    writeChain(dir, 'op-huge', 'h', 0, 0);
+    const huge = writeJournalFile(dir, 'op-huge', recordName(1), chainRecord('h', 1, 'x'.repeat(100_000)));
+    const report = await importLogs(new EventStore(testDb.db), dir, { maxEventBytes: 1000, maxSessionIdBytes: 10 });
+    expect(report.failures.map((failure) => failure.message)).toEqual([
+      `${huge}: operation "op-huge": the file is 133421 bytes, more than 66596 (the limit is maxEventBytes, --max-event-bytes or OS_AUDIT_MAX_EVENT_BYTES, with an envelope's room)`,
+    ]);
+    expect(await journal().head('op-huge')).toBeUndefined();
+    expect(report.journal).toMatchObject({ operations: 2, newRecords: 2 });
+  });
+
   it('a gap in the step_seqs', async () => {
     const dir = tempDir();
     writeChain(dir, 'op-gap', 'g', 0, 1);

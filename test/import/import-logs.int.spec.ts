@@ -85,7 +85,7 @@ describe('importing a directory of <session_id>.jsonl files', () => {
     const file = path.join(dir, 'latin1.jsonl');
     writeFileSync(file, Buffer.concat([Buffer.from(`${sessionLine(0, sampleEvent(0))}\n{"seq":1,"event":{"kind":"x_note","text":"caf`), Buffer.from([0xe9]), Buffer.from('"}}\n')]));
     const report = await importLogs(store(), dir);
-    expect(report.failures[0]!.message).toMatch(/latin1\.jsonl:2: not valid UTF-8/);
+    expect(report.failures[0]!.message).toMatch(/latin1\.jsonl:2: session "latin1": not valid UTF-8/);
     expect(await storedSeqs('latin1')).toEqual([]);
   });
 

@@ -34,6 +34,7 @@ const EVERY_METRIC = [
   'os_audit_leader',
   'os_audit_sessions_stopped_total',
   'os_audit_blocked_sessions',
+  'os_audit_notifications_heard',
   'os_audit_projector_info',
 ];
 
@@ -114,6 +115,8 @@ describe('os-audit project --metrics-port', () => {
     expect(sampleValue(first.text, 'os_audit_projector_info', { owner: 'metrics-a', projection: 'os_snapshot' })).toBe(1);
     expect(sampleValue(first.text, 'os_audit_leader', projection)).toBe(1);
     expect(sampleValue(first.text, 'os_audit_events_projected_total', projection)).toBe(0);
+    // Straight to PostgreSQL, its LISTEN hears the probe's NOTIFY.
+    await pollUntil('the notification probe', async () => (await metric(a, 'os_audit_notifications_heard')) === 1);
 
     // The burst, held behind an open transaction: the whole of it is lag, then the daemon works it off.
     const horizon = await holdHorizon();

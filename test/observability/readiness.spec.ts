@@ -58,10 +58,23 @@ describe('Readiness', () => {
     readiness.record({ type: 'leader', owner: 'o', epoch: 1 });
     advance(15_000);
     expect(readiness.check().ready).toBe(true);
-    readiness.recordStatusRead(new Error('Connection terminated unexpectedly'));
+    readiness.recordStatusRead(new Error('canceling statement due to statement timeout'));
     advance(1);
-    expect(readiness.check()).toEqual({ ready: false, role: 'leader', reason: 'no contact with the database for 15 s: Connection terminated unexpectedly' });
+    expect(readiness.check()).toEqual({ ready: false, role: 'leader', reason: 'no contact with the database for 15 s: canceling statement due to statement timeout' });
     readiness.record(batch);
+    expect(readiness.check().ready).toBe(true);
+  });
+
+  it('fails at once while the database is unreachable, from a status read or the projector, until it answers again', () => {
+    const { readiness } = readinessAt();
+    readiness.record({ type: 'leader', owner: 'o', epoch: 1 });
+    readiness.recordStatusRead(new Error('Connection terminated unexpectedly'));
+    expect(readiness.check()).toEqual({ ready: false, role: 'leader', reason: 'the database is unreachable (retrying): Connection terminated unexpectedly' });
+    readiness.recordStatusRead();
+    expect(readiness.check().ready).toBe(true);
+    readiness.record({ type: 'database', reachable: false, error: new Error('connect ECONNREFUSED 127.0.0.1:5432') });
+    expect(readiness.check()).toEqual({ ready: false, role: 'leader', reason: 'the database is unreachable (retrying): connect ECONNREFUSED 127.0.0.1:5432' });
+    readiness.record({ type: 'database', reachable: true });
     expect(readiness.check().ready).toBe(true);
   });
 

@@ -8,7 +8,7 @@ export interface CliRun {
 }
 
 /** Runs `os-audit` in this process with captured output, as a user would from a shell. */
-export async function runCliInProcess(args: readonly string[], options: { env?: NodeJS.ProcessEnv; stdin?: string } = {}): Promise<CliRun> {
+export async function runCliInProcess(args: readonly string[], options: { env?: NodeJS.ProcessEnv; stdin?: string | Buffer } = {}): Promise<CliRun> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const chunks = { stdout: [] as Buffer[], stderr: [] as Buffer[] };

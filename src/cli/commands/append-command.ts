@@ -2,24 +2,25 @@ import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { LogWriter } from '../../import/log-writer.js';
-import { InvalidUtf8Error, readLines } from '../../import/read-lines.js';
+import { readEventLines } from '../../import/event-lines.js';
 import type { JsonValue } from '../../json/json-value.js';
 import { MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
 import { ConcurrencyError } from '../../store/concurrency-error.js';
 import { checkSessionId, encodeEventText } from '../../store/encode-event.js';
 import { EventStore } from '../../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../../store/invalid-event-error.js';
+import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../../store/limits.js';
+import { resolveLimits, withLimitOptions } from '../limit-options.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 
-interface AppendCommandOptions {
+interface AppendCommandOptions extends Limits {
   expectedSeq?: number;
   strict?: boolean;
 }
 
 export function registerAppendCommand(program: Command, io: CliIo): void {
-  program
-    .command('append')
+  withLimitOptions(program.command('append'))
     .description('append events to the end of a session log, all or nothing')
     .argument('<session>', 'the session id')
     .argument('[file]', 'a JSON array or JSONL of bare events; - or nothing for standard input')
@@ -31,26 +32,29 @@ export function registerAppendCommand(program: Command, io: CliIo): void {
 Each event is a JSON object with a non-empty string "kind", one per line (JSONL) or all in one
 JSON array. It is stored as written, white space between tokens removed: key order, number text
 (1e2, -0.0, 18446744073709551615) and escapes stay as they are. An event may nest ${MAX_JSON_DEPTH} levels
-(the event object is level 1). All or nothing: a refused event is named by file and line, and
-none of the input is appended.`,
+(the event object is level 1). A JSON array is read whole: it may be as large as one event.
+All or nothing: a refused event is named by file and line, and none of the input is appended;
+a line over the size limit stops the reading there.`,
     )
     .action(async (sessionId: string, file: string | undefined, options: AppendCommandOptions, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const limits = resolveLimits(options, io.env);
+      const encodeOptions = { strict: options.strict, ...limits };
       const name = file === undefined || file === '-' ? '<stdin>' : file;
       const input = name === '<stdin>' ? io.stdin : createReadStream(name);
       const appended = await withDatabase(url, (db) =>
         new EventStore(db).transaction(async (store) => {
-          checkSessionId(sessionId);
+          checkSessionId(sessionId, {}, limits);
           const head = await store.lastSeq(sessionId, { lock: true });
           if (options.expectedSeq !== undefined && options.expectedSeq !== head) {
             throw new ConcurrencyError(sessionId, options.expectedSeq, head);
           }
           const writer = new LogWriter(store);
           let seq = head;
-          for await (const { text, value, origin } of readBareEvents(input, name, sessionId)) {
+          for await (const { text, value, origin } of readBareEvents(input, name, sessionId, limits)) {
             seq += 1;
             const at = { ...origin, seq };
-            await writer.add(sessionId, seq, encodeEventText(text, at, options, value), at);
+            await writer.add(sessionId, seq, encodeEventText(text, at, encodeOptions, value), at);
           }
           await writer.finish();
           return { first: head + 1, last: seq };
@@ -70,27 +74,26 @@ async function* readBareEvents(
   input: Readable,
   name: string,
   sessionId: string,
+  limits: Limits,
 ): AsyncGenerator<{ text: string; value: JsonValue; origin: EventOrigin }> {
   let isArray: boolean | undefined;
   const array: ArrayText = { text: '', lineNumbers: [] };
-  try {
-    for await (const lines of readLines(input)) {
-      for (const line of lines) {
-        isArray ??= line.text.trimStart().startsWith('[');
-        if (isArray) {
-          array.text += `${line.text}\n`;
-          array.lineNumbers.push(line.lineNumber);
-          continue;
+  const maxArrayBytes = maxLineBytes(limits);
+  for await (const lines of readEventLines(input, { file: name, sessionId }, limits)) {
+    for (const line of lines) {
+      const origin = { file: name, line: line.lineNumber, sessionId };
+      isArray ??= line.text.trimStart().startsWith('[');
+      if (isArray) {
+        // Held whole until it is parsed: bounded as one line is.
+        if (line.bytesRead > maxArrayBytes) {
+          throw new InvalidEventError(origin, `the JSON array is longer than ${maxArrayBytes} bytes, more than one event may be; write JSONL to append more (${EVENT_LIMIT_HINT})`);
         }
-        const origin = { file: name, line: line.lineNumber, sessionId };
-        yield { text: line.text, value: InvalidEventError.parsing(() => parseJson(line.text), origin), origin };
+        array.text += `${line.text}\n`;
+        array.lineNumbers.push(line.lineNumber);
+        continue;
       }
+      yield { text: line.text, value: InvalidEventError.parsing(() => parseJson(line.text), origin), origin };
     }
-  } catch (error) {
-    if (error instanceof InvalidUtf8Error) {
-      throw new InvalidEventError({ file: name, line: error.lineNumber, sessionId }, 'not valid UTF-8');
-    }
-    throw error;
   }
   if (isArray) yield* eventsOfArray(array, name, sessionId);
 }

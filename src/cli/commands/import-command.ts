@@ -5,6 +5,8 @@ import type { JournalCounts } from '../../import/import-kernel-journal.js';
 import { DEFAULT_CHUNK_SIZE } from '../../import/log-writer.js';
 import { MAX_JSON_DEPTH } from '../../json/parse-json.js';
 import { EventStore } from '../../store/event-store.js';
+import type { Limits } from '../../store/limits.js';
+import { resolveLimits, withLimitOptions } from '../limit-options.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { ProgressLine } from '../progress-line.js';
@@ -13,8 +15,7 @@ import { ProgressLine } from '../progress-line.js';
 const IMPORT_CONCURRENCY = 4;
 
 export function registerImportCommand(program: Command, io: CliIo): void {
-  program
-    .command('import')
+  withLimitOptions(program.command('import'))
     .description(
       'import session logs: a log folder of <session_id>.jsonl files with its kernel-journal/, one <session_id>.jsonl file, ' +
         'or one JSONL stream of {"session_id":...,"seq":N,"event":{...}} lines (a file, or - for stdin)',
@@ -36,14 +37,15 @@ A session's lines may come in any seq order: they are stored in seq order, and a
 missing when the input ends is an error. A line repeating a seq with the same event counts as
 already stored. An empty log file (or one of blank lines) is a session with no events yet:
 nothing is stored. Events are stored as written and may nest ${MAX_JSON_DEPTH} levels (the event object is
-level 1).
+level 1). A line over the size limit stops the reading of its file there.
 
 Atomic units: each session file, a stream, each journal operation is stored whole or not at
 all. Importing the same data again stores nothing new; an event stored with a different body
 is a conflict. Exit code 1 when any unit was rejected.`,
     )
-    .action(async (source: string, options: { strict?: boolean; chunkSize: number }, command: Command) => {
+    .action(async (source: string, options: { strict?: boolean; chunkSize: number } & Limits, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const limits = resolveLimits(options, io.env);
       const progress = new ProgressLine(io.stderr, 'importing');
       const bytesTotal = progress.visible ? await sizeOfFile(source) : undefined;
       let report: ImportReport;
@@ -56,6 +58,7 @@ is a conflict. Exit code 1 when any unit was rejected.`,
               source,
               {
                 strict: options.strict,
+                ...limits,
                 chunkSize: options.chunkSize,
                 concurrency: IMPORT_CONCURRENCY,
                 onProgress: (p) => showProgress(progress, p, bytesTotal),

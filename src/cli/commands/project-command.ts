@@ -48,6 +48,14 @@ const SETTINGS = {
     parse: integerOption(500),
     defaultValue: 5000,
   }),
+  directUrl: setting<string | undefined>({
+    flags: '--direct-url <url>',
+    env: 'OS_AUDIT_DIRECT_DATABASE_URL',
+    description: 'a connection straight to PostgreSQL for LISTEN, when the database URL goes through a pooler in transaction mode (PgBouncer); batches still go through the database URL',
+    parse: (text) => text,
+    defaultValue: undefined,
+    shownDefault: 'the database URL',
+  }),
   metricsPort: setting<number | 'off'>({
     flags: '--metrics-port <port>',
     env: 'OS_AUDIT_METRICS_PORT',
@@ -119,6 +127,7 @@ export function resolveProjectSettings(flags: ProjectFlags, env: NodeJS.ProcessE
     batchSize: resolve('batchSize'),
     pollInterval: resolve('pollInterval'),
     leaseTtl: resolve('leaseTtl'),
+    directUrl: resolve('directUrl'),
     metricsPort: resolve('metricsPort'),
     metricsHost: resolve('metricsHost'),
     logLevel: resolve('logLevel'),
@@ -183,7 +192,7 @@ async function project(db: Kysely<DB>, { url, flags, settings, log, io, signal }
     leaseTtlMs: settings.leaseTtl,
     skipInvalid: flags.skipInvalid,
     owner: flags.owner,
-    listenUrl: flags.once ? undefined : url,
+    listenUrl: flags.once ? undefined : (settings.directUrl ?? url),
     onEvent: (event) => {
       projectorLog?.record(event);
       monitor?.record(event);

@@ -9,8 +9,9 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
     .command('up')
     .description('the whole job in one command: migrate, import logs (optional), say where to look, then run the projector daemon')
     .option('--import <dir>', 'import this directory of <session_id>.jsonl logs first (importing again stores nothing new)')
+    .option('--direct-url <url>', "the daemon's LISTEN connection straight to PostgreSQL when the database URL goes through a pooler in transaction mode (env OS_AUDIT_DIRECT_DATABASE_URL)")
     .addHelpText('after', '\n`npm start` runs `os-audit up --import samples`. Stop with Ctrl-C.')
-    .action(async (options: { import?: string }, command: Command) => {
+    .action(async (options: { import?: string; directUrl?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const onThisDatabase = (args: string[]) => runCommand(['--database-url', url, ...args]);
       await onThisDatabase(['migrate']);
@@ -33,7 +34,7 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
           '',
         ].join('\n'),
       );
-      await onThisDatabase(['project']);
+      await onThisDatabase(['project', ...(options.directUrl === undefined ? [] : ['--direct-url', options.directUrl])]);
     });
 }
 

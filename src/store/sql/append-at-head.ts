@@ -5,10 +5,10 @@ import { columnsOf, eventColumnsSql } from './event-rows.js';
 /**
  * Appends events to one session at whatever seq its log has reached, in one statement: the
  * upsert of the head row takes the row lock that serializes writers of the session, then the
- * events take the seqs that follow the previous head. Returns the new head: the events got the
- * seqs up to it.
+ * events take the seqs that follow the previous head. Returns the new head (the events got the
+ * seqs up to it) and the transaction's id.
  */
-export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent[]): RawBuilder<{ last_seq: number }> {
+export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent[]): RawBuilder<HeadReserved> {
   const columns = columnsOf(events);
   const count = events.length;
   return sql`
@@ -19,19 +19,25 @@ export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent
       FROM head, ROWS FROM (${eventColumnsSql(columns)}) WITH ORDINALITY AS e(kind, turn, payload, payload_text, ordinal)
       ORDER BY e.ordinal
     )
-    SELECT last_seq FROM head`;
+    SELECT last_seq, transaction_id FROM head`;
+}
+
+/** A session's new head, and the transaction that moved it (to learn its fate should the connection drop at commit). */
+export interface HeadReserved {
+  last_seq: number;
+  transaction_id: string;
 }
 
 /**
  * Moves a session's head `count` seqs on (creating the session if new) and returns the new
- * head: the caller then stores its events at the seqs up to it, in the same transaction,
+ * head and the transaction's id: the caller then stores its events at the seqs up to it, in the same transaction,
  * whose row lock on the head keeps the session's other writers waiting until it ends.
  */
-export function reserveSeqsSql(sessionId: string, count: number): RawBuilder<{ last_seq: number }> {
+export function reserveSeqsSql(sessionId: string, count: number): RawBuilder<HeadReserved> {
   return sql`
     INSERT INTO sessions AS s (session_id, last_seq)
     VALUES (${sessionId}, ${count - 1})
     ON CONFLICT (session_id) DO UPDATE
       SET last_seq = s.last_seq + ${count}, last_recorded_at = now()
-    RETURNING last_seq`;
+    RETURNING last_seq, pg_current_xact_id()::text AS transaction_id`;
 }

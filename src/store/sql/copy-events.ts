@@ -54,14 +54,23 @@ export async function copyEvents(client: pg.PoolClient, slices: Iterable<string>
   const stream = client.query(copyFrom(COPY_EVENTS));
   const finished = once(stream, 'finish');
   finished.catch(() => {});
+  // A connection lost under the COPY fails its stream; writing, ending or destroying it then
+  // would throw out of the driver, which has let go of the connection.
+  let lost: Error | undefined;
+  stream.on('error', (error) => (lost ??= error));
+  const failIfLost = () => {
+    if (lost !== undefined) throw lost;
+  };
   try {
     for (const text of slices) {
-      if (!stream.write(text)) await once(stream, 'drain');
+      failIfLost();
+      if (!stream.write(text)) await Promise.race([once(stream, 'drain'), finished]);
       // Let the driver take the server's answers and send this slice before the next is made.
       await setImmediate();
     }
+    failIfLost();
   } catch (error) {
-    await new Promise<void>((resolve) => stream.destroy(error as Error).once('close', resolve));
+    if (lost === undefined) await new Promise<void>((resolve) => stream.destroy(error as Error).once('close', resolve));
     throw error;
   }
   stream.end();
