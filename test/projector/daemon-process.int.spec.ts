@@ -17,8 +17,8 @@ import {
   sessionsNotCaughtUp,
   sleep,
   transactionStatus,
-  useDaemonProcesses,
 } from '../support/daemon-process.js';
+import { useDaemonProcesses } from '../support/use-daemon-processes.js';
 import { sampleEvent } from '../support/log-files.js';
 import { useTestDatabase } from '../support/test-database.js';
 

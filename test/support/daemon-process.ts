@@ -1,11 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { type Kysely, sql } from 'kysely';
-import { afterEach } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
-
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const cliEntry = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+import { cliEntry, namedUrl, repoRoot } from './cli-process.js';
 
 /** How a process ended. */
 export interface Exit {
@@ -69,36 +65,16 @@ export function leaderLine(owner: string): RegExp {
 }
 
 /**
- * Starts daemons for the calling test file and SIGKILLs those still running after each test,
- * so that no test leaks a process.
- */
-export function useDaemonProcesses(): (databaseUrl: string, options: DaemonOptions) => DaemonProcess {
-  const started: DaemonProcess[] = [];
-  afterEach(async () => {
-    const running = started.splice(0).filter((daemon) => daemon.isRunning());
-    for (const daemon of running) daemon.child.kill('SIGKILL');
-    await Promise.all(running.map((daemon) => daemon.exited));
-  });
-  return (databaseUrl, options) => {
-    const daemon = startDaemon(databaseUrl, options);
-    started.push(daemon);
-    return daemon;
-  };
-}
-
-/**
  * Spawns `os-audit project --poll-interval 50 --lease-ttl 2000 --metrics-port 0 --owner OWNER
  * ...args` with tsx (its metrics server on a free port, so that daemons side by side do not
  * collide). Its connections are named `owner` (through the URL's `application_name`), so that
  * `pg_stat_activity` tells them apart.
  */
 export function startDaemon(databaseUrl: string, options: DaemonOptions): DaemonProcess {
-  const url = new URL(databaseUrl);
-  url.searchParams.set('application_name', options.owner);
   const args = ['--import', 'tsx', cliEntry, 'project', '--poll-interval', '50', '--lease-ttl', '2000', '--metrics-port', '0', '--owner', options.owner, ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: repoRoot,
-    env: { ...process.env, ...options.env, DATABASE_URL: url.toString() },
+    env: { ...process.env, ...options.env, DATABASE_URL: namedUrl(databaseUrl, options.owner) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 
