@@ -15,12 +15,8 @@ import type { WriterProcess } from '../support/writer-process.js';
  * Connections killed (`pg_terminate_backend`) during catch-up and live load, and the server
  * restarted (fast and immediate) under writers and a daemon: nothing acknowledged is lost and
  * the daemon and writers live through it.
- *
- * These wait for the connection-loss work (src/db, src/projector, src/session-log): today a
- * daemon dies with "Unhandled 'error' event" when a pooled connection is killed. Run them with
- * OS_AUDIT_CONNECTION_FAULTS=1; they become part of `npm test` once that work lands.
+
  */
-const ENABLED = process.env.OS_AUDIT_CONNECTION_FAULTS === '1';
 const testDb = useTestDatabase({ perTest: true });
 const run = useFaultRun();
 
@@ -46,7 +42,7 @@ async function expectSurvivedThenStop(db: ScratchDatabase['db'], writers: readon
   expect((await daemon.stop('SIGTERM')).code).toBe(0);
 }
 
-describe.skipIf(!ENABLED)('connections killed', () => {
+describe('connections killed', () => {
   it('repeatedly during a catch-up', { timeout: scaled(120_000, 600_000) }, async () => {
     const backlog = await appendTaggedBacklog(new EventStore(testDb.db), 'conn-backlog', scaled(50, 300), 1000);
     const daemon = run.startDaemon(testDb.url, { owner: 'fault-daemon', args: ['--batch-size', '4000'] });
@@ -71,7 +67,7 @@ describe.skipIf(!ENABLED)('connections killed', () => {
   });
 });
 
-describe.skipIf(!ENABLED)('the server restarted under writers and a daemon', () => {
+describe('the server restarted under writers and a daemon', () => {
   let server: RestartablePostgres;
   let database: ScratchDatabase;
   beforeAll(async () => {
