@@ -6,6 +6,7 @@ import { startConnectionKiller } from '../support/connection-killer.js';
 import { type DaemonProcess, pollUntil, sleep } from '../support/daemon-process.js';
 import { startRestartablePostgres, type RestartablePostgres } from '../support/restartable-postgres.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
+import type { AppendUnit } from '../support/append-journal.js';
 import { appendTaggedBacklog } from '../support/tagged-backlog.js';
 import { useTestDatabase } from '../support/test-database.js';
 import { scaled, useFaultRun } from '../support/use-fault-run.js';
@@ -95,4 +96,56 @@ describe('the server restarted under writers and a daemon', () => {
     await expectSurvivedThenStop(database.db, writers, daemon);
     await run.expectStoreRight(database.db, database.url);
   });
+
+  it('down for a while: /readyz 503, os_audit_database_up 0 and a log line, then the daemon carries on by itself', { timeout: 120_000 }, async () => {
+    const store = new EventStore(database.db);
+    const daemon = run.startDaemon(database.url, { owner: 'fault-daemon-down' });
+    const metrics = await daemon.metricsUrl();
+    await daemon.waitForLog('leader');
+    const before = await appendTaggedBacklog(store, 'down-before', 1, 5);
+    await server.down('fast');
+    await pollUntil('/readyz to say 503', async () => (await fetch(`${metrics}/readyz`)).status === 503, { timeoutMs: 20_000 });
+    expect(await metricValue(metrics, 'os_audit_database_up')).toBe(0);
+    const lost = await daemon.waitForLog('database');
+    expect(lost).toMatchObject({ level: 'error', reachable: false });
+    await sleep(3000);
+    expect(daemon.isRunning(), daemon.stderr()).toBe(true);
+    await server.up();
+    const after = await appendTaggedBacklog(store, 'down-after', 1, 5);
+    await pollUntil('the event appended after the restart to be folded', async () => (await readProjectionStatus(database.db, 'os_snapshot')).behind.events === 0, { timeoutMs: 30_000 });
+    await pollUntil('/readyz to say 200', async () => (await fetch(`${metrics}/readyz`)).status === 200, { timeoutMs: 20_000 });
+    expect(await metricValue(metrics, 'os_audit_database_up')).toBe(1);
+    expect(await metricValue(metrics, 'os_audit_connection_losses_total')).toBeGreaterThanOrEqual(1);
+    expect(daemon.logs.some((record) => record.event === 'database' && record.reachable === true)).toBe(true);
+    expect((await daemon.stop('SIGTERM')).code).toBe(0);
+    await run.expectStoreRight(database.db, database.url, [...before, ...after]);
+  });
+
+  it('a daemon started while the server is down waits, and projects once it is up', { timeout: 120_000 }, async () => {
+    await server.down('fast');
+    let units: AppendUnit[] = [];
+    try {
+      const daemon = run.startDaemon(database.url, { owner: 'fault-daemon-early' });
+      const metrics = await daemon.metricsUrl();
+      await sleep(3000);
+      expect(daemon.isRunning(), daemon.stderr()).toBe(true);
+      expect((await fetch(`${metrics}/readyz`)).status).toBe(503);
+      await server.up();
+      units = await appendTaggedBacklog(new EventStore(database.db), 'early', 2, 5);
+      await daemon.waitForLog('leader', 30_000);
+      await pollUntil('the events to be folded', async () => (await readProjectionStatus(database.db, 'os_snapshot')).behind.events === 0, { timeoutMs: 30_000 });
+      expect((await daemon.stop('SIGTERM')).code).toBe(0);
+    } finally {
+      await server.up().catch(() => {});
+    }
+    await run.expectStoreRight(database.db, database.url, units);
+  });
 });
+
+/** A sample's value in the daemon's /metrics (the projection's series). */
+async function metricValue(metricsUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+  const line = text.split('\n').find((sample) => sample.startsWith(`${name}{`));
+  if (line === undefined) throw new Error(`no ${name} in /metrics`);
+  return Number(line.split(' ').at(-1));
+}

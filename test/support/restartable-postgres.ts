@@ -17,6 +17,10 @@ export interface RestartablePostgres {
   adminUrl: string;
   /** Stops the server (`mode`) and starts it again on the same port with the same settings. */
   restart(mode: ShutdownMode): Promise<void>;
+  /** Stops the server (`mode`) and leaves it down until {@link up}. */
+  down(mode: ShutdownMode): Promise<void>;
+  /** Starts it again after {@link down}, on the same port with the same settings. */
+  up(): Promise<void>;
   /** Stops the server and removes its folder. */
   stop(): Promise<void>;
 }
@@ -40,12 +44,16 @@ export async function startRestartablePostgres(settings: Readonly<Record<string,
   // pg_ctl must run as the account that owns the cluster (`postgres` when we are root).
   const owner = statSync(cluster);
   const account = process.getuid?.() === 0 ? { uid: owner.uid, gid: owner.gid } : {};
+  const pgCtl = (args: string[]) => run(pg_ctl, [...args, '-D', cluster, '-w', '-t', '60'], { ...account, cwd: cluster });
+  const startOptions = [`-p ${new URL(server.adminUrl).port}`, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)].join(' ');
   return {
     adminUrl: server.adminUrl,
+    down: async (mode) => void (await pgCtl(['stop', '-m', mode])),
+    up: async () => void (await pgCtl(['start', '-l', path.join(cluster, 'server.log'), '-o', startOptions])),
     async restart(mode) {
       // `restart` reuses the options of the last start (postmaster.opts): same port, same settings.
       // The log file keeps the server off our pipes, which pg_ctl would otherwise hold open.
-      await run(pg_ctl, ['restart', '-D', cluster, '-m', mode, '-w', '-t', '60', '-l', path.join(cluster, 'server.log')], { ...account, cwd: cluster });
+      await pgCtl(['restart', '-m', mode, '-l', path.join(cluster, 'server.log')]);
     },
     async stop() {
       await server.stop();
