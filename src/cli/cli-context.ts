@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import { openDatabase } from '../db/open-database.js';
+import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import type { DB } from '../db/schema.js';
 
 /** What a command reaches the outside world through; tests hand in their own streams. */
@@ -31,11 +32,51 @@ export function resolveDatabaseUrl(flag: string | undefined, io: CliIo): string 
   return url;
 }
 
-/** Opens the database for one command (with a pool of `connections`) and always closes it. */
-export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>, connections = 2): Promise<T> {
-  const db = openDatabase({ connectionString: url, applicationName: 'os-audit-cli', maxConnections: connections });
+/** How long a command waits for a database it cannot reach, or has lost, before it fails. */
+export const COMMAND_RETRY_MS = 60_000;
+
+/**
+ * How a command rides through a lost connection: tried again for {@link COMMAND_RETRY_MS},
+ * saying so once on stderr.
+ */
+export function commandRetry(io: Pick<CliIo, 'stderr'>): ConnectionRetry {
+  let told = false;
+  return {
+    retryForMs: COMMAND_RETRY_MS,
+    onRetry: (error) => {
+      if (told) return;
+      told = true;
+      void write(io.stderr, `os-audit: cannot reach PostgreSQL (${error.message}); trying again for up to ${COMMAND_RETRY_MS / 1000} s\n`);
+    },
+  };
+}
+
+/** How a command uses its database. */
+export interface CommandDatabaseOptions {
+  /** Pool size; default 2. */
+  connections?: number;
+  /**
+   * Ride through a database that cannot be reached or is lost (see {@link commandRetry}):
+   * `'connect'` waits for connections; `'work'` also runs `work` again from the start after a
+   * lost connection, for commands that only read, or whose writes are idempotent, and print
+   * nothing before they end. Default: neither (the daemon has its own retries and reports).
+   */
+  rideThrough?: { io: Pick<CliIo, 'stderr'>; rerun: 'connect' | 'work' };
+}
+
+/**
+ * Opens the database for one command and always closes it.
+ *
+ * @example
+ * ```ts
+ * const status = await withDatabase(url, (db) => readProjectionStatus(db, 'os_snapshot'), { rideThrough: { io, rerun: 'work' } });
+ * ```
+ */
+export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>, options: CommandDatabaseOptions = {}): Promise<T> {
+  const retry = options.rideThrough && commandRetry(options.rideThrough.io);
+  const db = openDatabase({ connectionString: url, applicationName: 'os-audit-cli', maxConnections: options.connections ?? 2, connectRetry: retry });
   try {
-    return await work(db);
+    return retry !== undefined && options.rideThrough?.rerun === 'work' ? await retryOnConnectionLoss(() => work(db), retry) : await work(db);
   } finally {
     await db.destroy();
   }

@@ -33,7 +33,7 @@ export function embeddedDataDir(options: { dataDir?: string }, env: NodeJS.Proce
 export async function openEmbeddedDatabase(io: CliIo, dataDir: string, user: string): Promise<LocalPostgres> {
   const server = await startLocalPostgres({ dataDir, user, onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
   try {
-    await withDatabase(server.url, migrateToLatest, 1);
+    await withDatabase(server.url, migrateToLatest, { connections: 1 });
     return { ...server, stop: stopAlsoOnInterrupt(server) };
   } catch (error) {
     await server.stop();

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { parseJson } from '../json/parse-json.js';
+import { type ConnectionRetry, retryOnConnectionLoss } from './retry-on-connection-loss.js';
 import type { DB } from './schema.js';
 
 /** How to reach PostgreSQL. */
@@ -17,6 +18,12 @@ export interface DatabaseOptions {
    * fail with their own error. Default: nothing, since the next query says it anyway.
    */
   onConnectionError?: (error: Error) => void;
+  /**
+   * Opening a connection is tried again this way while the server cannot be reached (down,
+   * restarting, out of connections): every query then waits for it rather than fail at once.
+   * Nothing is sent before a connection is open, so this is safe for any query. Default: not at all.
+   */
+  connectRetry?: ConnectionRetry;
 }
 
 const INT8_OID = 20;
@@ -67,6 +74,12 @@ export function openDatabase(options: DatabaseOptions): Kysely<DB> {
   const onConnectionError = options.onConnectionError ?? (() => {});
   pool.on('error', onConnectionError);
   pool.on('connect', (client) => client.on('error', onConnectionError));
+  const { connectRetry } = options;
+  if (connectRetry !== undefined) {
+    const connect = pool.connect.bind(pool);
+    pool.connect = ((callback?: Parameters<pg.Pool['connect']>[0]) =>
+      callback ? connect(callback) : retryOnConnectionLoss(() => connect(), connectRetry)) as pg.Pool['connect'];
+  }
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   pools.set(db, pool);
   return db;

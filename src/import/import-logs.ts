@@ -1,6 +1,7 @@
 import { createReadStream, type Dirent, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { describeJsonValue } from '../json/describe-json-value.js';
 import { isJsonObject, type JsonObject } from '../json/json-value.js';
 import { JsonParseError, parseJsonKeepingMember } from '../json/parse-json.js';
@@ -303,16 +304,20 @@ async function readSessionFile(file: SessionFile, options: ImportOptions, maxEve
   return read;
 }
 
-/** Stores a group of read files in one transaction, or, when it is refused, file by file. */
+/**
+ * Stores a group of read files in one transaction, or, when it is refused, file by file. A
+ * lost connection stores it again from the start: what the lost transaction may have stored is
+ * then found stored, and counted as existing.
+ */
 async function storeGroup(store: EventStore, group: readonly ReadFile[], finished: Finished): Promise<void> {
   try {
-    const counts = await store.transaction(async (transaction) => {
+    const counts = await retryOnConnectionLoss(() => store.transaction(async (transaction) => {
       const writer = new LogWriter(transaction, Number.POSITIVE_INFINITY);
       for (const file of group) {
         for (const { seq, event, origin } of file.events) await writer.add(file.sessionId, seq, event, origin);
       }
       return writer.finish();
-    });
+    }));
     finished(group, counts);
   } catch (error) {
     if (!isInputError(error)) throw error;
@@ -331,15 +336,18 @@ async function importSessionFile(
   options: ImportOptions,
   onChunk?: (counts: WriteCounts, bytesRead: number) => void,
 ): Promise<WriteCounts> {
-  return store.transaction(async (transaction) => {
-    const writer = new LogWriter(transaction, options.chunkSize);
-    for await (const chunk of sessionFileEvents(file, options)) {
-      for (const { seq, event, origin } of chunk.events) await writer.add(file.sessionId, seq, event, origin);
-      file.bytes = chunk.bytesRead;
-      onChunk?.(writer.counts, chunk.bytesRead);
-    }
-    return writer.finish();
-  });
+  // The file is read again from its start after a lost connection (see storeGroup).
+  return retryOnConnectionLoss(() =>
+    store.transaction(async (transaction) => {
+      const writer = new LogWriter(transaction, options.chunkSize);
+      for await (const chunk of sessionFileEvents(file, options)) {
+        for (const { seq, event, origin } of chunk.events) await writer.add(file.sessionId, seq, event, origin);
+        file.bytes = chunk.bytesRead;
+        onChunk?.(writer.counts, chunk.bytesRead);
+      }
+      return writer.finish();
+    }),
+  );
 }
 
 /** The events of a `<session_id>.jsonl` file, each checked and encoded, a chunk of lines at a time. */

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { Prng } from '../../bench/prng.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';
 import { EventStore } from '../../src/store/event-store.js';
+import { startCli } from '../support/cli-process.js';
 import { startConnectionKiller } from '../support/connection-killer.js';
 import { type DaemonProcess, pollUntil, sleep } from '../support/daemon-process.js';
 import { startRestartablePostgres, type RestartablePostgres } from '../support/restartable-postgres.js';
@@ -138,6 +139,35 @@ describe('the server restarted under writers and a daemon', () => {
     } finally {
       await server.up().catch(() => {});
     }
+    await run.expectStoreRight(database.db, database.url, units);
+  });
+});
+
+describe('one-shot commands while the server restarts', () => {
+  let server: RestartablePostgres;
+  let database: ScratchDatabase;
+  beforeAll(async () => {
+    server = await startRestartablePostgres();
+    database = await createScratchDatabase(server.adminUrl);
+  });
+  afterAll(async () => {
+    await database?.drop();
+    await server?.stop();
+  });
+
+  it('status and snapshot started while it is down wait for it, say so once, and succeed', { timeout: 120_000 }, async () => {
+    const units = await appendTaggedBacklog(new EventStore(database.db), 'cli-down', 3, 20);
+    await server.down('immediate');
+    const status = startCli(['status'], { databaseUrl: database.url, applicationName: 'fault-cli-status' });
+    const snapshot = startCli(['snapshot', units[0]!.sessionId], { databaseUrl: database.url, applicationName: 'fault-cli-snapshot' });
+    await sleep(2500);
+    await server.up();
+    const [statusResult, snapshotResult] = await Promise.all([status.result, snapshot.result]);
+    expect(statusResult.code, statusResult.stderr).toBe(0);
+    expect(statusResult.stderr).toMatch(/^os-audit: cannot reach PostgreSQL \(.*\); trying again for up to 60 s$/m);
+    expect(statusResult.stderr.match(/cannot reach PostgreSQL/g)).toHaveLength(1);
+    // Not projected yet: the snapshot command says so, rather than failing on the connection.
+    expect(snapshotResult.stderr).toMatch(/no snapshot of session|not projected yet/);
     await run.expectStoreRight(database.db, database.url, units);
   });
 });

@@ -59,6 +59,7 @@ a line over the size limit stops the reading there.`,
           await writer.finish();
           return { first: head + 1, last: seq };
         }),
+        { rideThrough: { io, rerun: 'connect' } },
       ).catch(rethrowAsCliError);
       const summary =
         appended.last < appended.first

@@ -19,7 +19,7 @@ export function registerEventsCommand(program: Command, io: CliIo): void {
           count += 1;
         }
         return count;
-      });
+      }, { rideThrough: { io, rerun: 'connect' } });
       if (printed === 0) throw new CliError(`no events stored for session ${JSON.stringify(sessionId)} from seq ${options.fromSeq}`);
     });
 }

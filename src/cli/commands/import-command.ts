@@ -65,7 +65,7 @@ is a conflict. Exit code 1 when any unit was rejected.`,
               },
               io.stdin,
             ),
-          IMPORT_CONCURRENCY,
+          { connections: IMPORT_CONCURRENCY, rideThrough: { io, rerun: 'connect' } },
         );
       } finally {
         progress.done();

@@ -8,7 +8,7 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
     .description('apply the database migrations (a second run applies nothing)')
     .action(async (_options, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const applied = await withDatabase(url, migrateToLatest);
+      const applied = await withDatabase(url, migrateToLatest, { rideThrough: { io, rerun: 'work' } });
       await write(io.stdout, applied.length === 0 ? 'schema is up to date; nothing to apply\n' : `applied ${applied.join(', ')}\n`);
     });
 }

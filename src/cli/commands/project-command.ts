@@ -165,7 +165,7 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       try {
-        await withDatabase(url, (db) => project(db, { url, flags, settings, log, io, signal: stop.signal }), settings.metricsPort === 'off' ? 2 : 3);
+        await withDatabase(url, (db) => project(db, { url, flags, settings, log, io, signal: stop.signal }), { connections: settings.metricsPort === 'off' ? 2 : 3 });
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);

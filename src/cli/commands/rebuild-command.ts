@@ -27,7 +27,7 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
             skipInvalid: options.skipInvalid,
             onProgress: (events) => progress.update(events, total, `${events}/${total} events folded`),
           });
-        });
+        }, { rideThrough: { io, rerun: 'work' } });
       } finally {
         progress.done();
       }

@@ -37,7 +37,7 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
           );
         }
         return folded.snapshot;
-      });
+      }, { rideThrough: { io, rerun: 'work' } });
       await write(io.stdout, `${serializeOsSnapshot(snapshot, { indent: 2 })}\n`);
     });
 }

@@ -10,7 +10,7 @@ export function registerStatusCommand(program: Command, io: CliIo): void {
     .option('--json', 'print the status as JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const status = await withDatabase(url, (db) => readProjectionStatus(db, osSnapshotProjection.name));
+      const status = await withDatabase(url, (db) => readProjectionStatus(db, osSnapshotProjection.name), { rideThrough: { io, rerun: 'work' } });
       await write(io.stdout, options.json ? `${JSON.stringify(status, null, 2)}\n` : describeStatus(status));
     });
 }

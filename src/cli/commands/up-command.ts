@@ -16,7 +16,9 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
       const onThisDatabase = (args: string[]) => runCommand(['--database-url', url, ...args]);
       await onThisDatabase(['migrate']);
       if (options.import !== undefined) await onThisDatabase(['import', options.import]);
-      const example = await withDatabase(url, (db) => db.selectFrom('sessions').select('session_id').orderBy('session_id').limit(1).executeTakeFirst());
+      const example = await withDatabase(url, (db) => db.selectFrom('sessions').select('session_id').orderBy('session_id').limit(1).executeTakeFirst(), {
+        rideThrough: { io, rerun: 'work' },
+      });
       const session = example ? shellWord(example.session_id) : '<session_id>';
       // The embedded server's generated password is for this machine; a server's is not ours to print.
       const shown = url === io.embeddedDatabaseUrl ? url : withoutPassword(url);

@@ -22,6 +22,7 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
       try {
         report = await withDatabase(url, (db) =>
           verifyOsSnapshots(db, selection, (checked, total) => progress.update(checked, total, `${checked}/${total} sessions`)),
+          { rideThrough: { io, rerun: 'work' } },
         );
       } finally {
         progress.done();
