@@ -115,6 +115,9 @@ interface QueuedAppend {
  * - **Many writers.** Any number of instances, in any number of processes, may append to one
  *   session at once: each append locks the session's head row, so every event gets its own
  *   seq, gap-free.
+ * - **Rides through a lost connection** (a killed connection, a server restart): appends,
+ *   reads and the kernel journal go again on a new connection for `connectionRetry`, and an
+ *   append is never stored twice by it (see `EventStore.append`); then a `ConnectionLostError`.
  * - **Read back** as plain values (`JSON.parse` of what was written, keys in written order), or
  *   exactly with `values: 'exact'`.
  *
