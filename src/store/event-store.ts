@@ -226,26 +226,51 @@ export class EventStore {
     } catch (error) {
       if (!isConnectionLoss(error) || error instanceof ConnectionLostError) throw error;
       // Asked once the broken connection is back in the pool, which may have no other to give.
-      if (inDoubt !== undefined && (await this.transactionCommitted(inDoubt.head.transaction_id, inDoubt.error))) return inDoubt.head.last_seq;
+      if (inDoubt !== undefined && (await this.committedHere(sessionId, inDoubt.head, count, encode, inDoubt.error))) return inDoubt.head.last_seq;
       throw notStored(error);
     }
   }
 
   /**
-   * Whether a transaction whose commit may have been cut off committed: asked on another
-   * connection, once it has ended. When that cannot be learned in time, its outcome is unknown:
+   * Whether the append whose commit was cut off is stored: once its transaction has ended, its
+   * events are at the seqs it was given, written by that transaction. The events themselves are
+   * looked at, not only the transaction's status: after a crash, PostgreSQL may hand the id of
+   * a transaction that never reached the disk to a later one, whose commit would then answer
+   * for it.
+   */
+  private async committedHere(
+    sessionId: string,
+    head: HeadReserved,
+    count: number,
+    encode: (from: number, to: number) => EncodedEvent[],
+    lost: unknown,
+  ): Promise<boolean> {
+    const firstSeq = head.last_seq - count + 1;
+    const rows = emptyRows();
+    encode(0, count).forEach((event, index) => pushRow(rows, sessionId, firstSeq + index, event));
+    return this.outcomeOf(head.transaction_id, lost, async () => {
+      const { rows: written } = await sql<{ count: number }>`
+        SELECT count(*)::int AS count FROM session_events
+        WHERE session_id = ${sessionId} AND seq BETWEEN ${firstSeq} AND ${head.last_seq} AND transaction_id = ${head.transaction_id}::xid8`.execute(this.db);
+      if (written[0]!.count !== count) return false;
+      const { rows: mismatch } = await findFirstMismatchSql(rows).execute(this.db);
+      return mismatch.length === 0;
+    });
+  }
+
+  /**
+   * `isStored()` once the transaction whose commit may have been cut off has ended, asked on
+   * another connection. When that cannot be learned in time, the append's outcome is unknown:
    * a {@link ConnectionLostError} that must not be retried blindly.
    */
-  private async transactionCommitted(transactionId: string, lost: unknown): Promise<boolean> {
+  private async outcomeOf(transactionId: string, lost: unknown, isStored: () => Promise<boolean>): Promise<boolean> {
     try {
       return await retryOnConnectionLoss(async () => {
-        for (;;) {
-          const { rows } = await sql<{ status: string | null }>`SELECT pg_xact_status(${transactionId}::xid8) AS status`.execute(this.db);
-          const status = rows[0]!.status;
-          // Still in progress: its server process has not yet seen that its client is gone.
-          if (status !== 'in progress') return status === 'committed';
+        // Still in progress: its server process has not yet seen that its client is gone.
+        while ((await sql<{ status: string | null }>`SELECT pg_xact_status(${transactionId}::xid8) AS status`.execute(this.db)).rows[0]!.status === 'in progress') {
           await sleep(50);
         }
+        return isStored();
       }, this.connectionRetry || {});
     } catch (error) {
       if (!isConnectionLoss(error)) throw error;
