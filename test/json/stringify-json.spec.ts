@@ -203,7 +203,8 @@ describe('stringifyJson', () => {
 
   it('writes what JSON.stringify writes for any value it can write, -0 aside (property)', () => {
     const noNegativeZero = fc.double().filter((d) => !Object.is(d, -0));
-    const withToJson = fc.jsonValue().map((inner) => ({ toJSON: () => inner }));
+    // fc.jsonValue() may hold -0, which stringifyJson writes as written: a round trip makes it 0.
+    const withToJson = fc.jsonValue().map((inner) => ({ toJSON: () => JSON.parse(JSON.stringify(inner)) as unknown }));
     const values = [fc.boolean(), fc.integer(), noNegativeZero, anyString, fc.constant(null), fc.constant(undefined), fc.date(), withToJson];
     fc.assert(
       fc.property(
