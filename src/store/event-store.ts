@@ -3,7 +3,7 @@ import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { ConnectionLostError, isConnectionLoss } from '../db/connection-loss.js';
 import { poolOf } from '../db/open-database.js';
-import { type ConnectionRetry, DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
+import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { sleep } from '../time/sleep.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
@@ -110,7 +110,7 @@ export class EventStore {
 
   /**
    * `connectionRetry`: how long an append or read outside a transaction keeps trying while the
-   * connection to PostgreSQL is lost (default: {@link DEFAULT_CONNECTION_RETRY}); `false` fails
+   * connection to PostgreSQL is lost (default: for 60 s, with backoff); `false` fails
    * at once. Appends are never stored twice by it (see {@link append}).
    */
   constructor(
