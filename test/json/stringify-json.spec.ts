@@ -203,13 +203,16 @@ describe('stringifyJson', () => {
 
   it('writes what JSON.stringify writes for any value it can write, -0 aside (property)', () => {
     const noNegativeZero = fc.double().filter((d) => !Object.is(d, -0));
-    // fc.jsonValue() may hold -0, which stringifyJson writes as written: a round trip makes it 0.
-    const withToJson = fc.jsonValue().map((inner) => ({ toJSON: () => JSON.parse(JSON.stringify(inner)) as unknown }));
+    const withToJson = fc.jsonValue().map((inner) => ({ toJSON: () => inner }));
     const values = [fc.boolean(), fc.integer(), noNegativeZero, anyString, fc.constant(null), fc.constant(undefined), fc.date(), withToJson];
     fc.assert(
       fc.property(
         fc.anything({ values, withBoxedValues: true, withMap: true, withSet: true, withSparseArray: true, withNullPrototype: true, withTypedArray: true, withDate: true }),
         (value) => {
+          // -0 still comes from a toJSON's value or a typed array: stringifyJson writes it as -0.
+          let negativeZero = false;
+          JSON.stringify(value, (_key, member: unknown) => ((negativeZero ||= Object.is(member, -0)), member));
+          fc.pre(!negativeZero);
           expect(stringifyJson(value)).toBe(JSON.stringify(value));
         },
       ),
