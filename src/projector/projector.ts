@@ -4,7 +4,7 @@ import { type Kysely, sql } from 'kysely';
 import { poolOf } from '../db/open-database.js';
 import { sleep } from '../time/sleep.js';
 import { isConnectionLoss } from '../db/connection-loss.js';
-import { DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
+import { retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import { AppendListener } from './append-listener.js';
@@ -178,7 +178,7 @@ export class Projector {
         await this.catchUpTo(target, report, signal);
       },
       {
-        retryForMs: this.settings.connectionRetryMs ?? DEFAULT_CONNECTION_RETRY.retryForMs,
+        retryForMs: this.settings.connectionRetryMs,
         maxDelayMs: MAX_RECONNECT_DELAY_MS,
         signal,
         onRetry: (error, _attempt, delayMs) => this.emit({ type: 'retry', error, delayMs }),
