@@ -36,7 +36,7 @@ function eventOf(maxDepth: number): fc.Arbitrary<string> {
     fc.record({ kind: fc.constantFrom('page_in', 'x', 'llm_completed'), turn: fc.nat(9) }).map((event) => JSON.stringify(event)),
     fc.integer({ min: 1, max: maxDepth }).map((depth) => `{"kind":"deep","a":${'['.repeat(depth)}${']'.repeat(depth)}}`),
     fc.integer({ min: 0, max: 20_000 }).map((length) => `{"kind":"long","s":"${'é'.repeat(length)}"}`),
-    fc.integer({ min: 1, max: 3000 }).map((digits) => `{"kind":"numbers","turn":${'9'.repeat(digits)},"f":-0.${'5'.repeat(digits)}e-${'1'.repeat(digits % 40)}}`),
+    fc.integer({ min: 1, max: 3000 }).map((digits) => `{"kind":"numbers","turn":${'9'.repeat(digits)},"f":-0.${'5'.repeat(digits)}e-${'1'.repeat(1 + (digits % 40))}}`),
   );
 }
 
