@@ -14,8 +14,8 @@ import { useTestDatabase } from '../support/test-database.js';
 const testDb = useTestDatabase();
 const VICTIM = 'os-audit-connection-loss-victim';
 
-/** Terminates the victim's connections every few milliseconds until stopped; returns how many it killed. */
-function killRepeatedly(everyMs: () => number): () => Promise<number> {
+/** Terminates the victim's connections every few milliseconds until stopped; tells how many so far, and in all once stopped. */
+function killRepeatedly(everyMs: () => number): { killed: () => number; stop: () => Promise<number> } {
   let stopped = false;
   let killed = 0;
   const loop = (async () => {
@@ -27,12 +27,18 @@ function killRepeatedly(everyMs: () => number): () => Promise<number> {
       await new Promise((resolve) => setTimeout(resolve, everyMs()));
     }
   })();
-  return async () => {
-    stopped = true;
-    await loop;
-    return killed;
+  return {
+    killed: () => killed,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return killed;
+    },
   };
 }
+
+/** Writers go on past their minimum until this many connections were killed under them. */
+const KILLS = 10;
 
 /** Each session's stored events as `turn:entry_count` markers, in seq order, with the seqs contiguous from 0. */
 async function storedMarkers(sessionIds: readonly string[]): Promise<Map<string, string[]>> {
@@ -66,12 +72,12 @@ describe('appends while connections are killed', () => {
 
   it('EventStore.append at the head: every append is acknowledged, and stored exactly once at the seqs it was given', async () => {
     const store = new EventStore(victim, { connectionRetry: { retryForMs: 30_000, initialDelayMs: 5 } });
-    const stopKilling = killRepeatedly(() => 40 + Math.random() * 120);
+    const killer = killRepeatedly(() => 40 + Math.random() * 120);
     const sessions = ['kill-head-a', 'kill-head-b'];
     const expected = new Map<string, Map<number, string>>(sessions.map((id) => [id, new Map()]));
     await Promise.all(
       [1, 2, 3, 4].map(async (writer) => {
-        for (let append = 0; append < 40; append += 1) {
+        for (let append = 0; append < 40 || killer.killed() < KILLS; append += 1) {
           const sessionId = sessions[(writer + append) % 2]!;
           // Mostly small appends (one statement), now and then one past 250 events (COPY).
           const count = append % 10 === 9 ? 300 : 1 + (append % 5);
@@ -81,8 +87,7 @@ describe('appends while connections are killed', () => {
         }
       }),
     );
-    const killed = await stopKilling();
-    expect(killed).toBeGreaterThan(10);
+    expect(await killer.stop()).toBeGreaterThanOrEqual(KILLS);
     const stored = await storedMarkers(sessions);
     for (const sessionId of sessions) {
       const want = expected.get(sessionId)!;
@@ -94,37 +99,42 @@ describe('appends while connections are killed', () => {
   it('EventStore.append with expectedSeq and PostgresSessionLog: acknowledged once each, in call order', async () => {
     const store = new EventStore(victim, { connectionRetry: { retryForMs: 30_000, initialDelayMs: 5 } });
     const log = new PostgresSessionLog(victim, { connectionRetry: { retryForMs: 30_000, initialDelayMs: 5 } });
-    const stopKilling = killRepeatedly(() => 40 + Math.random() * 120);
-    await Promise.all([
+    const killer = killRepeatedly(() => 40 + Math.random() * 120);
+    const [expectedAppends, rounds] = await Promise.all([
       (async () => {
-        for (let index = 0; index < 150; index += 1) await store.append('kill-expected', [marked(1, index)], { expectedSeq: index - 1 });
+        let index = 0;
+        for (; index < 150 || killer.killed() < KILLS; index += 1) await store.append('kill-expected', [marked(1, index)], { expectedSeq: index - 1 });
+        return index;
       })(),
       (async () => {
-        for (let round = 0; round < 50; round += 1) {
+        let round = 0;
+        for (; round < 50 || killer.killed() < KILLS; round += 1) {
           const seqs = await Promise.all([0, 1, 2].map((offset) => log.append('kill-log', marked(2, round * 3 + offset))));
           expect(seqs).toEqual([round * 3, round * 3 + 1, round * 3 + 2]);
         }
+        return round;
       })(),
     ]);
-    expect(await stopKilling()).toBeGreaterThan(10);
+    expect(await killer.stop()).toBeGreaterThanOrEqual(KILLS);
     const stored = await storedMarkers(['kill-expected', 'kill-log']);
-    expect(stored.get('kill-expected')).toEqual(Array.from({ length: 150 }, (_, index) => `1:${index}`));
-    expect(stored.get('kill-log')).toEqual(Array.from({ length: 150 }, (_, index) => `2:${index}`));
+    expect(stored.get('kill-expected')).toEqual(Array.from({ length: expectedAppends }, (_, index) => `1:${index}`));
+    expect(stored.get('kill-log')).toEqual(Array.from({ length: rounds * 3 }, (_, index) => `2:${index}`));
   });
 
   it('the kernel journal: a chain of compare-and-appends is stored whole, each record once', async () => {
     const log = new PostgresSessionLog(victim, { connectionRetry: { retryForMs: 30_000, initialDelayMs: 5 } });
-    const stopKilling = killRepeatedly(() => 40 + Math.random() * 120);
+    const killer = killRepeatedly(() => 40 + Math.random() * 120);
     let head: string | undefined;
-    for (let step = 0; step < 60; step += 1) {
+    let step = 0;
+    for (; step < 60 || killer.killed() < KILLS; step += 1) {
       const digest = `digest-${step}`.padEnd(64, '0');
       const receipt = await log.kernelJournal.compareAndAppend('kill-journal', head, { step_seq: step, record_digest: digest, record_bytes: new Uint8Array([step]) });
       expect(receipt).toEqual({ step_seq: step, record_digest: digest });
       head = digest;
     }
-    await stopKilling();
+    expect(await killer.stop()).toBeGreaterThanOrEqual(KILLS);
     const { rows } = await sql<{ count: number }>`SELECT count(*)::int AS count FROM kernel_journal_records WHERE operation_id = 'kill-journal'`.execute(testDb.db);
-    expect(rows[0]!.count).toBe(60);
+    expect(rows[0]!.count).toBe(step);
   });
 });
 
