@@ -160,7 +160,10 @@ describe('one-shot commands while the server restarts', () => {
     await server.down('immediate');
     const status = startCli(['status'], { databaseUrl: database.url, applicationName: 'fault-cli-status' });
     const snapshot = startCli(['snapshot', units[0]!.sessionId], { databaseUrl: database.url, applicationName: 'fault-cli-snapshot' });
-    await sleep(2500);
+    // Up only once status has met the server down (its start-up may take seconds on a busy machine).
+    let statusStderr = '';
+    status.child.stderr!.on('data', (chunk: Buffer) => (statusStderr += chunk.toString()));
+    await pollUntil('status to meet the server down', async () => statusStderr.includes('cannot reach PostgreSQL'), { timeoutMs: 60_000 });
     await server.up();
     const [statusResult, snapshotResult] = await Promise.all([status.result, snapshot.result]);
     expect(statusResult.code, statusResult.stderr).toBe(0);
