@@ -1,19 +1,8 @@
-import { type EventObject, readEvent } from '../../src/projector/event-reads.js';
+import type { EventObject } from '../../src/projector/event-reads.js';
+import { foldEvents, type FoldEventsOptions, type UnreadableEvent } from '../../src/projector/fold-events.js';
+import type { ProjectionEvent } from '../../src/projector/projection.js';
 import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
-import {
-  emptyOsSnapshot,
-  type BudgetExceededRecord,
-  type OsSnapshot,
-  type ProcessRecord,
-  type SignalRecord,
-  type SuspendRecord,
-} from './os-snapshot.js';
-
-/** An event the snapshot could not read: where it stands among the events folded, and why. */
-export interface UnreadableEvent {
-  index: number;
-  problem: string;
-}
+import { emptyOsSnapshot, type OsSnapshot, type ProcessRecord } from './os-snapshot.js';
 
 /** What {@link foldOsSnapshotPrefix} did. */
 export interface OsSnapshotFold {
@@ -24,10 +13,79 @@ export interface OsSnapshotFold {
   stoppedAt: UnreadableEvent | null;
 }
 
-export interface FoldOptions {
-  /** Set this event aside instead of stopping at it, when it is unreadable (`--skip-invalid`). */
-  skip?: (index: number) => boolean;
+/** A snapshot while it is folded: its records writable in place, its agents indexed. */
+export interface OsSnapshotState {
+  snapshot: { -readonly [Key in keyof OsSnapshot]: OsSnapshot[Key] extends readonly (infer Item)[] ? Item[] : OsSnapshot[Key] };
+  /** Each agent's place in `process_by_agent`. */
+  agentAt: Map<string, number>;
 }
+
+/** A fold state holding `snapshot` (copied: the fold never changes it). */
+export function osSnapshotState(snapshot: OsSnapshot = emptyOsSnapshot()): OsSnapshotState {
+  const copy = {
+    ...snapshot,
+    process_by_agent: snapshot.process_by_agent.slice(),
+    budget_exceeded: snapshot.budget_exceeded.slice(),
+    signals: snapshot.signals.slice(),
+  };
+  return { snapshot: copy, agentAt: new Map(copy.process_by_agent.map((process, i) => [process.agent_id, i])) };
+}
+
+const COUNTER_OF_KIND: ReadonlyMap<string, keyof typeof OS_SNAPSHOT_COUNTERS> = new Map(
+  Object.entries(OS_SNAPSHOT_COUNTERS).map(([counter, kind]) => [kind, counter as keyof typeof OS_SNAPSHOT_COUNTERS]),
+);
+
+/**
+ * One more event folded into the snapshot (see {@link foldOsSnapshot}): the projection's
+ * `evolve`. It changes `state` in place.
+ */
+export function evolveOsSnapshot(state: OsSnapshotState, { kind, fields: f }: ProjectionEvent): OsSnapshotState {
+  const snapshot = state.snapshot;
+  const counter = COUNTER_OF_KIND.get(kind);
+  if (counter !== undefined) {
+    snapshot[counter] += 1;
+    return state;
+  }
+  switch (kind) {
+    case 'suspended':
+      snapshot.last_suspend = { turn: f['turn'] as number, reason: f['reason'] as string, pending_calls: [...(f['pending_calls'] as string[])] };
+      break;
+    case 'resumed':
+      snapshot.last_resumed_turn = f['turn'] as number;
+      break;
+    case 'agent_process_changed': {
+      const record: ProcessRecord = {
+        turn: f['turn'] as number,
+        agent_id: f['agent_id'] as string,
+        parent_session_id: f['parent_session_id'] as string | null,
+        state: f['state'] as string,
+      };
+      const at = state.agentAt.get(record.agent_id);
+      if (at === undefined) {
+        state.agentAt.set(record.agent_id, snapshot.process_by_agent.length);
+        snapshot.process_by_agent.push(record);
+      } else {
+        snapshot.process_by_agent[at] = record;
+      }
+      break;
+    }
+    case 'budget_exceeded':
+      snapshot.budget_exceeded.push({ turn: f['turn'] as number, budget: f['budget'] as string });
+      break;
+    case 'signal_disposed':
+      snapshot.signals.push({
+        turn: f['turn'] as number,
+        signal_id: f['signal_id'] as string,
+        disposition: f['disposition'] as string,
+        queue_depth: f['queue_depth'] as number,
+      });
+      break;
+  }
+  return state;
+}
+
+/** The in-memory fold's parts of the projection: its reads, counters and evolve. */
+const OS_SNAPSHOT_FOLD = { reads: OS_SNAPSHOT_READS, counters: OS_SNAPSHOT_COUNTERS, init: () => osSnapshotState(), evolve: evolveOsSnapshot };
 
 /**
  * Folds session events, in log (`seq`) order, into the OS audit snapshot
@@ -50,10 +108,10 @@ export interface FoldOptions {
  * `readEvent`) and gives back the fold of the events before it: a snapshot is always the fold
  * of a prefix of its log.
  *
- * The fold starts from `from` (the empty snapshot by default) and never mutates it: the arrays
- * it changes are copied, the ones it does not are shared with the result. So a log may be
- * folded in pieces: `foldOsSnapshot(b, foldOsSnapshot(a))` equals `foldOsSnapshot([...a, ...b])`
- * (when `a` can be read whole). Each event costs O(1); a generator streaming millions works.
+ * The fold starts from `from` (the empty snapshot by default) and never changes it. So a log
+ * may be folded in pieces: `foldOsSnapshot(b, foldOsSnapshot(a))` equals
+ * `foldOsSnapshot([...a, ...b])` (when `a` can be read whole). Each event costs O(1); a
+ * generator streaming millions works.
  *
  * @example
  * ```ts
@@ -70,10 +128,6 @@ export function foldOsSnapshot(events: Iterable<EventObject>, from?: OsSnapshot)
   return foldOsSnapshotPrefix(events, from).snapshot;
 }
 
-const COUNTER_OF_KIND: ReadonlyMap<string, keyof typeof OS_SNAPSHOT_COUNTERS> = new Map(
-  Object.entries(OS_SNAPSHOT_COUNTERS).map(([counter, kind]) => [kind, counter as keyof typeof OS_SNAPSHOT_COUNTERS]),
-);
-
 /**
  * {@link foldOsSnapshot}, saying where it stopped, and with events it may set aside.
  *
@@ -82,102 +136,7 @@ const COUNTER_OF_KIND: ReadonlyMap<string, keyof typeof OS_SNAPSHOT_COUNTERS> = 
  * foldOsSnapshotPrefix([{ kind: 'resumed' }]).stoppedAt; // { index: 0, problem: 'field "turn": missing or null' }
  * ```
  */
-export function foldOsSnapshotPrefix(events: Iterable<EventObject>, from?: OsSnapshot, options: FoldOptions = {}): OsSnapshotFold {
-  const base = from ?? emptyOsSnapshot();
-  const counters: Record<keyof typeof OS_SNAPSHOT_COUNTERS, number> = {
-    page_out_count: base.page_out_count,
-    page_in_count: base.page_in_count,
-    tool_gated_count: base.tool_gated_count,
-    memory_written_count: base.memory_written_count,
-    memory_queried_count: base.memory_queried_count,
-    memory_validation_failed_count: base.memory_validation_failed_count,
-    memory_retrieval_result_count: base.memory_retrieval_result_count,
-  };
-  let lastSuspend: SuspendRecord | null = base.last_suspend;
-  let lastResumedTurn: number | null = base.last_resumed_turn;
-  // Copied from `base` on the first write only (copy-on-write), so that folding a short
-  // batch onto a large snapshot does not copy what the batch leaves alone.
-  let processes: ProcessRecord[] | null = null;
-  let processIndex: Map<string, number> | null = null;
-  let budgets: BudgetExceededRecord[] | null = null;
-  let signals: SignalRecord[] | null = null;
-
-  let index = 0;
-  let stoppedAt: UnreadableEvent | null = null;
-  for (const event of events) {
-    const kind = event['kind'] as string;
-    const counter = COUNTER_OF_KIND.get(kind);
-    if (counter !== undefined) {
-      counters[counter] += 1;
-      index++;
-      continue;
-    }
-    const read = readEvent(OS_SNAPSHOT_READS, event);
-    if (read === undefined) {
-      index++;
-      continue;
-    }
-    if (read.problem !== null) {
-      if (options.skip?.(index)) {
-        index++;
-        continue;
-      }
-      stoppedAt = { index, problem: read.problem };
-      break;
-    }
-    const f = read.fields;
-    switch (kind) {
-      case 'suspended':
-        lastSuspend = { turn: f['turn'] as number, reason: f['reason'] as string, pending_calls: [...(f['pending_calls'] as string[])] };
-        break;
-      case 'resumed':
-        lastResumedTurn = f['turn'] as number;
-        break;
-      case 'agent_process_changed': {
-        if (processes === null || processIndex === null) {
-          processes = base.process_by_agent.slice();
-          processIndex = new Map(processes.map((process, i) => [process.agent_id, i]));
-        }
-        const record: ProcessRecord = {
-          turn: f['turn'] as number,
-          agent_id: f['agent_id'] as string,
-          parent_session_id: f['parent_session_id'] as string | null,
-          state: f['state'] as string,
-        };
-        const at = processIndex.get(record.agent_id);
-        if (at === undefined) {
-          processIndex.set(record.agent_id, processes.length);
-          processes.push(record);
-        } else {
-          processes[at] = record;
-        }
-        break;
-      }
-      case 'budget_exceeded':
-        (budgets ??= base.budget_exceeded.slice()).push({ turn: f['turn'] as number, budget: f['budget'] as string });
-        break;
-      case 'signal_disposed':
-        (signals ??= base.signals.slice()).push({
-          turn: f['turn'] as number,
-          signal_id: f['signal_id'] as string,
-          disposition: f['disposition'] as string,
-          queue_depth: f['queue_depth'] as number,
-        });
-        break;
-    }
-    index++;
-  }
-
-  return {
-    snapshot: {
-      last_suspend: lastSuspend,
-      last_resumed_turn: lastResumedTurn,
-      process_by_agent: processes ?? base.process_by_agent,
-      budget_exceeded: budgets ?? base.budget_exceeded,
-      signals: signals ?? base.signals,
-      ...counters,
-    },
-    consumed: index,
-    stoppedAt,
-  };
+export function foldOsSnapshotPrefix(events: Iterable<EventObject>, from?: OsSnapshot, options: FoldEventsOptions = {}): OsSnapshotFold {
+  const fold = foldEvents(OS_SNAPSHOT_FOLD, events, osSnapshotState(from), options);
+  return { snapshot: fold.state.snapshot, consumed: fold.consumed, stoppedAt: fold.stoppedAt };
 }

@@ -1,6 +1,6 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { DB } from '../db/schema.js';
-import { type EventReads, readFieldsSql, readKindsSql } from './event-reads.js';
+import { type Migration, type RawBuilder, sql } from 'kysely';
+import type { JsonValue } from '../json/json-value.js';
+import { defineEventReads, type EventReads, type FieldValue, fieldNames, readFieldsSql, readKindsSql } from './event-reads.js';
 
 /**
  * A batch of events as a projection folds it: two relations, in SQL.
@@ -20,19 +20,79 @@ export interface EventBatchSql {
 }
 
 /**
- * A projection the projector keeps up to date: SQL tables folded from the event log.
+ * An event as a projection's in-memory fold sees it (see {@link Projection.evolve}).
+ */
+export interface ProjectionEvent {
+  readonly kind: string;
+  /**
+   * The fields {@link Projection.reads} names for this kind, read as they say (a missing one
+   * already defaulted); `{}` for a kind the projection only counts.
+   */
+  readonly fields: Readonly<Record<string, FieldValue>>;
+}
+
+/**
+ * A projection: SQL tables folded from the event log by the projector daemon, and the same fold
+ * in memory (the reference `verify` proves the tables against). A plain value: the engine
+ * (projector, CLI, metrics, roles) takes a list of them and knows none by name.
  *
  * The projector reads new events in batches, each session's events in seq order continuing
  * where the projection left it; it reads the fields the projection names, stops a session at
  * an event the projection cannot read, at a hole in its log, or where the projection's SQL
- * fails on its events, and hands the projection the rest to fold into its own tables.
+ * fails on its events, and hands the projection the rest to fold into its own tables. Every
+ * projection has its own checkpoint, lease, stopped sessions and set-aside events.
+ *
+ * @example
+ * ```ts
+ * export const toolCallsProjection = defineProjection({
+ *   name: 'tool_calls',
+ *   version: 1,
+ *   description: 'tool calls gated per session',
+ *   migrations: { '0001-tables': { up: (db) => sql`CREATE TABLE tool_calls (…)`.execute(db) } },
+ *   sessionHeads: 'tool_calls',
+ *   tables: ['tool_calls'],
+ *   views: ['tool_calls_json'],
+ *   snapshotView: 'tool_calls_json',
+ *   reads: defineEventReads({}),
+ *   counters: { gated: 'tool_gated' },
+ *   foldSql: ({ sessions }) => sql`tool_call_rows AS (INSERT INTO tool_calls … ON CONFLICT … RETURNING 1)`,
+ *   init: () => ({ gated: 0 }),
+ *   evolve: (state, event) => ({ gated: state.gated + (event.kind === 'tool_gated' ? 1 : 0) }),
+ *   toJson: (state) => ({ gated: state.gated }),
+ * });
+ * ```
  */
-export interface Projection {
-  /** The name of its checkpoint, lease, blocked sessions and set-aside events. */
+export interface Projection<State = any> {
+  /**
+   * Its name: a lower-case SQL identifier (`[a-z][a-z0-9_]*`). It names its checkpoint, lease,
+   * stopped sessions, set-aside events, `/metrics` label, `--projection` and migrations.
+   */
   readonly name: string;
+  /** Its version: raise it when its fold changes, then `os-audit rebuild --projection NAME`. */
+  readonly version: number;
+  /** One line on what it keeps, for `--help`, `status` and the metrics. */
+  readonly description: string;
+  /**
+   * Its own migrations, applied by `os-audit migrate` after the engine's, by name in order
+   * (recorded as `NAME/KEY`): its tables, indexes and views. The engine registers the
+   * projection and grants on its {@link tables} and {@link views} itself.
+   */
+  readonly migrations: Readonly<Record<string, Migration>>;
   /** Its table with one row per session, `session_id` and `last_seq`: how far each is folded. */
   readonly sessionHeads: string;
-  /** The kinds whose fields it reads, and how (see `defineEventReads`). */
+  /**
+   * Its tables (the heads among them), in the order a rebuild empties them: the projector
+   * role writes them, the reader role reads them.
+   */
+  readonly tables: readonly string[];
+  /** Its views, for the reader role (dashboards). */
+  readonly views: readonly string[];
+  /**
+   * A view of `session_id` and `snapshot` (JSON, keys in order): each session's snapshot as
+   * `os-audit snapshot` prints it, and `verify` compares with {@link toJson} of the fold.
+   */
+  readonly snapshotView: string;
+  /** The kinds whose fields it reads, and how (see `defineEventReads`): the one place it says so. */
   readonly reads: EventReads;
   /** Its counters: column name → the kind it counts, whatever the event's fields. */
   readonly counters: Readonly<Record<string, string>>;
@@ -48,8 +108,42 @@ export interface Projection {
    * ```
    */
   foldSql(batch: EventBatchSql): RawBuilder<unknown>;
-  /** Removes all the projection wrote (a rebuild starts from there). */
-  clear(db: Kysely<DB>): Promise<void>;
+  /** The state of a session before its first event. */
+  init(): State;
+  /**
+   * The state after one more event, of a kind it reads or counts, readable (the engine stops
+   * or sets aside the others, and passes over the kinds it neither reads nor counts). It may
+   * change `state` in place and return it: the engine keeps no other reference.
+   */
+  evolve(state: State, event: ProjectionEvent): State;
+  /** The state as JSON, keys in order: what {@link snapshotView} holds for the same events. */
+  toJson(state: State): JsonValue;
+}
+
+/** Projection names: lower-case SQL identifiers, so that they can name tables, labels and flags alike. */
+const PROJECTION_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+
+/**
+ * Checks a projection and gives it back: its name, its reads (`defineEventReads`), that its
+ * session heads are among its tables and that no counter column is also a read field.
+ *
+ * @example
+ * ```ts
+ * export const myProjection = defineProjection({ name: 'my_projection', … });
+ * ```
+ */
+export function defineProjection<State>(projection: Projection<State>): Projection<State> {
+  const { name } = projection;
+  if (!PROJECTION_NAME.test(name)) throw new Error(`projection ${JSON.stringify(name)}: a name is a lower-case SQL identifier ([a-z][a-z0-9_]*, at most 63 characters)`);
+  if (!Number.isSafeInteger(projection.version) || projection.version < 1) throw new Error(`projection ${name}: version must be a positive integer`);
+  defineEventReads(projection.reads);
+  if (!projection.tables.includes(projection.sessionHeads)) throw new Error(`projection ${name}: its session heads (${projection.sessionHeads}) must be one of its tables`);
+  if (!projection.views.includes(projection.snapshotView)) throw new Error(`projection ${name}: its snapshot view (${projection.snapshotView}) must be one of its views`);
+  const fields = new Set(fieldNames(projection.reads));
+  for (const column of Object.keys(projection.counters)) {
+    if (fields.has(column)) throw new Error(`projection ${name}: counter ${column} is also a field it reads`);
+  }
+  return projection;
 }
 
 /**

@@ -43,7 +43,7 @@ export async function rebuildProjection(db: Kysely<DB>, projection: Projection, 
   return db.transaction().execute(async (trx) => {
     const lease = new Lease(trx, projection.name, `rebuild@${hostname()}:${process.pid}`, REBUILD_LEASE_TTL_MS);
     const held = await lease.seize();
-    await projection.clear(trx);
+    for (const table of projection.tables) await sql`DELETE FROM ${sql.table(table)}`.execute(trx);
     await trx.deleteFrom('projection_errors').where('projection', '=', projection.name).execute();
     await trx.deleteFrom('projection_blocked_sessions').where('projection', '=', projection.name).execute();
     await trx

@@ -17,9 +17,15 @@ const testDb = useTestDatabase({ perTest: true });
  * A projection whose SQL fails on some events its reads accept (a CHECK of its own table
  * refuses the tool "boom"): a fault of the projection, which must stop only that session.
  */
-const gatedTools: Projection = {
+const gatedTools: Projection<{ gated: number }> = {
   name: 'gated_tools',
+  version: 1,
+  description: 'tools gated, refusing "boom"',
+  migrations: {},
   sessionHeads: 'gated_tool_heads',
+  tables: ['gated_tools', 'gated_tool_heads'],
+  views: [],
+  snapshotView: 'gated_tool_heads',
   reads: defineEventReads({ tool_gated: { tool: field.string() } }),
   counters: { gated: 'tool_gated' },
   foldSql: ({ events, sessions }) => sql`
@@ -28,9 +34,9 @@ const gatedTools: Projection = {
       ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq, gated = h.gated + excluded.gated RETURNING 1
     ),
     tools AS (INSERT INTO gated_tools SELECT session_id, seq, tool FROM ${events} AS e RETURNING 1)`,
-  async clear(db) {
-    await sql`DELETE FROM gated_tools; DELETE FROM gated_tool_heads`.execute(db);
-  },
+  init: () => ({ gated: 0 }),
+  evolve: (state) => ({ gated: state.gated + 1 }),
+  toJson: (state) => state,
 };
 
 async function createGatedTools(): Promise<void> {

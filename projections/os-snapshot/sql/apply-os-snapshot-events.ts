@@ -91,13 +91,3 @@ export function osSnapshotFoldSql({ events, sessions }: EventBatchSql): RawBuild
       RETURNING 1
     )`;
 }
-
-/** Empties the snapshot tables, for a rebuild inside one transaction (readers keep the old rows until it commits). */
-export function clearOsSnapshotSql(): RawBuilder<unknown>[] {
-  return [
-    sql`DELETE FROM os_signals`,
-    sql`DELETE FROM os_budget_exceeded`,
-    sql`DELETE FROM os_processes`,
-    sql`DELETE FROM os_snapshots`,
-  ];
-}
