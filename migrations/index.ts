@@ -8,9 +8,13 @@ import * as batchRequirements from './0006-batch-requirements.js';
 import * as storeAsWritten from './0007-store-as-written.js';
 import * as kernelJournal from './0008-kernel-journal.js';
 import * as contiguousSessionLogs from './0009-contiguous-session-logs.js';
+import * as projectionVersions from './0010-projection-versions.js';
 
 /**
- * Every migration, by name, applied in name order. Imported statically (not read from the
+ * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
+ * applied in name order, before each projection's own (see `migrateToLatest`). The OS
+ * snapshot's tables came before projections had migrations of their own: 0002, 0004, 0005 and
+ * 0007 create them. Imported statically (not read from the
  * folder at run time) so that the same list runs from the sources, the build and the tests;
  * `test/db/migrations.int.spec.ts` fails when a file of this folder is missing here.
  */
@@ -24,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   '0007-store-as-written': storeAsWritten,
   '0008-kernel-journal': kernelJournal,
   '0009-contiguous-session-logs': contiguousSessionLogs,
+  '0010-projection-versions': projectionVersions,
 };

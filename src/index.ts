@@ -70,7 +70,20 @@ export { stringifyJson } from './json/stringify-json.js';
 
 // The projector.
 export { type CatchUpReport, Projector, type ProjectorEvent, type ProjectorOptions } from './projector/projector.js';
-export type { Projection } from './projector/projection.js';
+export {
+  defineProjection,
+  type EventBatchSql,
+  eventBatchOf,
+  foldWholeLogSql,
+  type Projection,
+  type ProjectionEvent,
+} from './projector/projection.js';
+export { defineEventReads, type EventObject, type EventReads, field, FieldRead, type FieldType, type FieldValue, readEvent } from './projector/event-reads.js';
+export { type EventsFold, foldEvents, type FoldEventsOptions, type UnreadableEvent } from './projector/fold-events.js';
+export { type FoldedLog, foldStoredLog, type FoldLogOptions, readStoredSnapshot, type SessionStop, type StoredSnapshot } from './projector/stored-snapshot.js';
+export { type SnapshotMismatch, type VerifyReport, type VerifySelection, verifyProjection } from './projector/verify-projection.js';
+// A projection's SQL is written with kysely's `sql` tag: this one, so that a plug-in shares os-audit's kysely.
+export { sql } from 'kysely';
 export type { BatchResult } from './projector/run-batch.js';
 export type { StoppedSession } from './projector/sql/batch-sql.js';
 export type { Checkpoint } from './projector/checkpoint.js';
@@ -94,10 +107,7 @@ export {
   type SuspendRecord,
 } from '../projections/os-snapshot/index.js';
 export { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
-export { type FoldedSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot, type SessionStop } from '../projections/os-snapshot/stored-os-snapshot.js';
-export {
-  type SnapshotMismatch,
-  type VerifyReport,
-  type VerifySelection,
-  verifyOsSnapshots,
-} from '../projections/os-snapshot/verify-os-snapshots.js';
+export { type FoldedSnapshot, foldStoredOsSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot } from '../projections/os-snapshot/stored-os-snapshot.js';
+export { verifyOsSnapshots } from '../projections/os-snapshot/verify-os-snapshots.js';
+// Every projection os-audit ships, in the order the CLI runs them.
+export { builtInProjections } from '../projections/index.js';

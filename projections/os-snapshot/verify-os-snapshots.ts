@@ -1,32 +1,10 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { DB } from '../../src/db/schema.js';
-import { EventStore } from '../../src/store/event-store.js';
-import { diffOsSnapshots } from './diff-os-snapshots.js';
+import { type VerifyReport, type VerifySelection, verifyProjection } from '../../src/projector/verify-projection.js';
 import { osSnapshotProjection } from './os-snapshot-projection.js';
-import { foldStoredLog, readSqlOsSnapshot, type SessionStop, skippedPositions } from './stored-os-snapshot.js';
-
-/** A session whose SQL snapshot is not the fold of its log. */
-export interface SnapshotMismatch {
-  sessionId: string;
-  differences: string[];
-}
-
-/** What {@link verifyOsSnapshots} found: sessions compared, those whose snapshot differs, and those not projected yet. */
-export interface VerifyReport {
-  checked: number;
-  mismatches: SnapshotMismatch[];
-  /** Sessions the projector has not reached yet (nothing to compare). */
-  pending: string[];
-}
-
-/** Which sessions to verify. */
-export type VerifySelection = { sessions: readonly string[] } | { all: true } | { sample: number };
 
 /**
- * Proves SQL snapshots right: each selected session's `os_snapshot_json` is compared with the
- * in-memory fold of its stored log up to the last event the projection folded (skipping only
- * the events `--skip-invalid` set aside, which the projection did not fold either); a session
- * the projection stopped must stop at the same event, for the same reason, in memory.
+ * Proves the OS snapshot's SQL tables right (`verifyProjection` for the snapshot of the spec).
  *
  * @example
  * ```ts
@@ -34,64 +12,6 @@ export type VerifySelection = { sessions: readonly string[] } | { all: true } | 
  * if (report.mismatches.length > 0) process.exitCode = 1;
  * ```
  */
-export async function verifyOsSnapshots(
-  db: Kysely<DB>,
-  selection: VerifySelection,
-  onProgress?: (checked: number, total: number) => void,
-): Promise<VerifyReport> {
-  const store = new EventStore(db);
-  const sessionIds = await selectSessions(db, selection);
-  const report: VerifyReport = { checked: 0, mismatches: [], pending: [] };
-  for (const sessionId of sessionIds) {
-    const differences = await verifySession(db, store, sessionId);
-    if (differences === 'pending') report.pending.push(sessionId);
-    else if (differences.length > 0) report.mismatches.push({ sessionId, differences });
-    report.checked += 1;
-    onProgress?.(report.checked, sessionIds.length);
-  }
-  return report;
-}
-
-async function verifySession(db: Kysely<DB>, store: EventStore, sessionId: string): Promise<string[] | 'pending'> {
-  const stored = await readSqlOsSnapshot(db, sessionId);
-  if (stored === undefined) {
-    return (await projectorHasPassed(db, sessionId))
-      ? ['no snapshot row, but the projector has read events of this session']
-      : (await hasEvents(db, sessionId))
-        ? 'pending'
-        : ['no such session: no events are stored for it'];
-  }
-  // A stopped session is folded until the log's own fold stops: it must stop at the same place.
-  const folded = await foldStoredLog(store, sessionId, {
-    toSeq: stored.stopped === null ? stored.lastSeq : undefined,
-    skippedPositions: await skippedPositions(db, sessionId),
-  });
-  const differences = diffOsSnapshots(stored.snapshot, folded.snapshot, ['sql', 'log']);
-  if (folded.lastSeq !== stored.lastSeq) differences.unshift(`last_seq: sql ${stored.lastSeq}, log ${folded.lastSeq}`);
-  const where = (stop: SessionStop | null) => (stop === null ? 'not stopped' : `stopped at seq ${stop.seq} (${stop.reason}: ${stop.problem})`);
-  if (stored.stopped?.seq !== folded.stopped?.seq || stored.stopped?.reason !== folded.stopped?.reason) {
-    differences.push(`stop: sql ${where(stored.stopped)}, log ${where(folded.stopped)}`);
-  }
-  return differences;
-}
-
-async function selectSessions(db: Kysely<DB>, selection: VerifySelection): Promise<string[]> {
-  if ('sessions' in selection) return [...selection.sessions];
-  let query = db.selectFrom('sessions').select('session_id');
-  query = 'sample' in selection ? query.orderBy(sql`random()`).limit(selection.sample) : query.orderBy('session_id');
-  return (await query.execute()).map((row) => row.session_id);
-}
-
-async function projectorHasPassed(db: Kysely<DB>, sessionId: string): Promise<boolean> {
-  const { rows } = await sql<{ passed: boolean }>`
-    SELECT EXISTS (
-      SELECT 1 FROM session_events e, projection_checkpoints c
-      WHERE c.projection = ${osSnapshotProjection.name} AND e.session_id = ${sessionId}
-        AND (e.transaction_id, e.position) <= (c.transaction_id, c.position)) AS passed`.execute(db);
-  return rows[0]!.passed;
-}
-
-async function hasEvents(db: Kysely<DB>, sessionId: string): Promise<boolean> {
-  const row = await db.selectFrom('sessions').select('session_id').where('session_id', '=', sessionId).executeTakeFirst();
-  return row !== undefined;
+export function verifyOsSnapshots(db: Kysely<DB>, selection: VerifySelection, onProgress?: (checked: number, total: number) => void): Promise<VerifyReport> {
+  return verifyProjection(db, osSnapshotProjection, selection, onProgress);
 }

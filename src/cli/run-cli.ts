@@ -13,6 +13,8 @@ import { registerSnapshotCommand } from './commands/snapshot-command.js';
 import { registerStatusCommand } from './commands/status-command.js';
 import { registerUpCommand } from './commands/up-command.js';
 import { registerVerifyCommand } from './commands/verify-command.js';
+import { builtInProjections } from '../../projections/index.js';
+import { PROJECTIONS_ENV } from './projection-options.js';
 import { DEFAULT_DATA_DIR, embeddedDataDir, openEmbeddedDatabase } from './embedded-database.js';
 
 const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
@@ -29,6 +31,10 @@ export function buildProgram(io: CliIo): Command {
     .version(version)
     .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL; without either, the embedded PostgreSQL)')
     .option('--data-dir <dir>', `folder of the embedded PostgreSQL (default: $OS_AUDIT_DATA_DIR or ${DEFAULT_DATA_DIR})`)
+    .option(
+      '--projections <module>',
+      `an ES module whose default export is the array of projections to migrate, run and check (default: $${PROJECTIONS_ENV}, else the built-in ${builtInProjections.map((p) => p.name).join(', ')})`,
+    )
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({

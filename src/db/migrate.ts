@@ -1,5 +1,8 @@
-import { type Kysely, type MigrationResultSet, type MigrationResult, Migrator, sql } from 'kysely';
+import { type Kysely, type Migration, type MigrationResultSet, type MigrationResult, Migrator, sql } from 'kysely';
 import { migrations } from '../../migrations/index.js';
+import { builtInProjections } from '../../projections/index.js';
+import type { Projection } from '../projector/projection.js';
+import { registerProjections } from '../projector/register-projections.js';
 import { poolOf } from './open-database.js';
 import { withPinnedConnection } from './pinned-connection.js';
 
@@ -19,28 +22,61 @@ export class MigrationError extends Error {
 }
 
 /**
- * Brings the schema to the latest migration; a second run applies nothing. Concurrent callers
- * are serialized by the migration lock, which a database from `openDatabase` takes for the
- * migration's transaction: so it also works through a pooler in transaction mode (PgBouncer).
+ * Brings the schema to the latest migration: the engine's, then each projection's own (named
+ * `PROJECTION/KEY`), and registers the projections (see `registerProjections`); a second run
+ * applies nothing. Concurrent callers are serialized by the migration lock, which a database
+ * from `openDatabase` takes for the migration's transaction: so it also works through a pooler
+ * in transaction mode (PgBouncer).
  *
  * @example
  * ```ts
- * const applied = await migrateToLatest(db);
+ * const applied = await migrateToLatest(db); // with the projections os-audit ships
  * console.log(applied.length ? `applied ${applied.join(', ')}` : 'already up to date');
+ * await migrateToLatest(db, [...builtInProjections, toolCallsProjection]);
  * ```
  * @returns the names of the migrations this call applied
  */
-export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const { error, results = [] } = poolOf(db) === undefined ? await migrator(db, false).migrateToLatest() : await migrateInOneTransaction(db);
+export async function migrateToLatest(db: Kysely<any>, projections: readonly Projection[] = builtInProjections): Promise<string[]> {
+  const all = allMigrations(projections);
+  const { error, results = [] } =
+    poolOf(db) === undefined ? await migrateAndRegister(db, all, projections, false) : await migrateInOneTransaction(db, all, projections);
   if (error) {
-    const failed = results.find((result) => result.status === 'Error')?.migrationName ?? 'unknown';
-    throw new MigrationError(`migration ${failed} failed: ${describe(error)}`, results, { cause: error });
+    const failed = results.find((result) => result.status === 'Error')?.migrationName;
+    const what = failed === undefined ? 'migrating' : `migration ${failed}`;
+    throw new MigrationError(`${what} failed: ${describe(error)}`, results, { cause: error });
   }
   return results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-function migrator(db: Kysely<any>, disableTransactions: boolean): Migrator {
-  return new Migrator({ db, provider: { getMigrations: async () => migrations }, disableTransactions });
+/** The engine's migrations, then each projection's, named `PROJECTION/KEY`. */
+function allMigrations(projections: readonly Projection[]): Record<string, Migration> {
+  const all: Record<string, Migration> = { ...migrations };
+  for (const projection of projections) {
+    for (const [key, migration] of Object.entries(projection.migrations)) all[`${projection.name}/${key}`] = migration;
+  }
+  return all;
+}
+
+/**
+ * The migrations, then the projections registered (when they all ran). Unordered migrations
+ * are allowed: a projection added later, or an engine migration newer than a projection's,
+ * runs in its turn.
+ */
+async function migrateAndRegister(
+  db: Kysely<any>,
+  all: Record<string, Migration>,
+  projections: readonly Projection[],
+  disableTransactions: boolean,
+): Promise<MigrationResultSet> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => all }, disableTransactions, allowUnorderedMigrations: true });
+  const resultSet = await migrator.migrateToLatest();
+  if (resultSet.error !== undefined) return resultSet;
+  try {
+    await registerProjections(db, projections);
+  } catch (error) {
+    return { ...resultSet, error };
+  }
+  return resultSet;
 }
 
 /**
@@ -49,12 +85,12 @@ function migrator(db: Kysely<any>, disableTransactions: boolean): Migrator {
  * statements of their own: behind a pooler in transaction mode those land on any server
  * connection, the lock serializes nothing and is left held on one of them.
  */
-async function migrateInOneTransaction(db: Kysely<any>): Promise<MigrationResultSet> {
+async function migrateInOneTransaction(db: Kysely<any>, all: Record<string, Migration>, projections: readonly Projection[]): Promise<MigrationResultSet> {
   return withPinnedConnection(db, async ({ client, db: connection }) => {
     await client.query('BEGIN');
     try {
       await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)}::bigint)`.execute(connection);
-      const resultSet = await migrator(connection, true).migrateToLatest();
+      const resultSet = await migrateAndRegister(connection, all, projections, true);
       await client.query(resultSet.error === undefined ? 'COMMIT' : 'ROLLBACK');
       return resultSet;
     } catch (error) {

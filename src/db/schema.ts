@@ -211,6 +211,7 @@ export interface ProjectionCheckpoints {
   projection: string;
   transaction_id: Generated<string>;
   updated_at: Generated<Timestamp>;
+  version: Generated<number>;
 }
 
 export interface ProjectionErrors {

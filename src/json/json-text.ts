@@ -32,6 +32,50 @@ export function compactJson(text: string): string {
 }
 
 /**
+ * Compact JSON text laid out as `JSON.stringify(value, null, indent)` lays it out: one member
+ * or item per line, `indent` spaces per level, `[]` and `{}` kept on one line. Strings, numbers
+ * (a u64 above 2^53 too) and key order stay exactly as written.
+ *
+ * @example
+ * ```ts
+ * indentJson('{"a":[1,2],"b":{}}', 2); // '{\n  "a": [\n    1,\n    2\n  ],\n  "b": {}\n}'
+ * ```
+ */
+export function indentJson(compact: string, indent: number): string {
+  const unit = ' '.repeat(indent);
+  let out = '';
+  let depth = 0;
+  const length = compact.length;
+  for (let i = 0; i < length; i++) {
+    const c = compact.charCodeAt(i);
+    if (c === 0x22) {
+      const end = endOfString(compact, i);
+      out += compact.slice(i, end + 1);
+      i = end;
+    } else if (c === 0x7b || c === 0x5b) {
+      const close = c === 0x7b ? 0x7d : 0x5d;
+      if (compact.charCodeAt(i + 1) === close) {
+        out += compact.slice(i, i + 2);
+        i++;
+      } else {
+        depth++;
+        out += `${compact[i]}\n${unit.repeat(depth)}`;
+      }
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      out += `\n${unit.repeat(depth)}${compact[i]}`;
+    } else if (c === 0x2c) {
+      out += `,\n${unit.repeat(depth)}`;
+    } else if (c === 0x3a) {
+      out += ': ';
+    } else {
+      out += compact[i];
+    }
+  }
+  return out;
+}
+
+/**
  * Whether valid JSON text nests arrays and objects deeper than `maxDepth` (the outermost
  * container is level 1). Text too short to nest that deep is not scanned.
  *

@@ -7,19 +7,112 @@ const BATCH_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 
 /** Who the metrics describe: every `os_audit_*` sample carries `projection`; the info metric also `owner`. */
 export interface ProjectorMetricsLabels {
-  projection: string;
+  /** The daemon's projections, each its own series. */
+  projections: readonly string[];
   owner: string;
+}
+
+/** The daemon's metric families, each labelled by projection. */
+function metricFamilies(registers: Registry[]) {
+  const labelNames = ['projection'] as const;
+  return {
+    eventsProjected: new Counter({
+      name: 'os_audit_events_projected_total',
+      help: 'Events this daemon folded into the projection (events set aside not included).',
+      labelNames,
+      registers,
+    }),
+    batches: new Counter({
+      name: 'os_audit_batches_total',
+      help: 'Batches this daemon committed that moved the checkpoint.',
+      labelNames,
+      registers,
+    }),
+    batchDuration: new Histogram({
+      name: 'os_audit_batch_duration_seconds',
+      help: 'Time from the start of a batch to its commit, for batches that moved the checkpoint.',
+      labelNames,
+      buckets: BATCH_DURATION_BUCKETS,
+      registers,
+    }),
+    poisonEvents: new Counter({
+      name: 'os_audit_poison_events_total',
+      help: 'Events the projection cannot read that this daemon set aside in projection_errors (--skip-invalid) since it started.',
+      labelNames,
+      registers,
+    }),
+    lagEvents: new Gauge({
+      name: 'os_audit_lag_events',
+      help: 'Events committed to the log but not projected yet (refreshed every second).',
+      labelNames,
+      registers,
+    }),
+    lagSeconds: new Gauge({
+      name: 'os_audit_lag_seconds',
+      help: 'Age of the oldest event not projected yet; 0 when none is waiting (refreshed every second).',
+      labelNames,
+      registers,
+    }),
+    projectionErrors: new Gauge({
+      name: 'os_audit_projection_errors',
+      help: 'Rows in projection_errors: unreadable events set aside by any daemon or rebuild, ever (refreshed every second).',
+      labelNames,
+      registers,
+    }),
+    leader: new Gauge({
+      name: 'os_audit_leader',
+      help: '1 while this daemon holds the lease (it is the one writing), else 0.',
+      labelNames,
+      registers,
+    }),
+    stoppedSessions: new Counter({
+      name: 'os_audit_sessions_stopped_total',
+      help: "Sessions this daemon stopped since it started: at an event the projection cannot read, at a hole in their log, or where the projection's SQL failed on their events.",
+      labelNames,
+      registers,
+    }),
+    blockedSessions: new Gauge({
+      name: 'os_audit_blocked_sessions',
+      help: 'Sessions the projection is stopped at (projection_blocked_sessions), by any daemon or rebuild (refreshed every second).',
+      labelNames,
+      registers,
+    }),
+    databaseUp: new Gauge({
+      name: 'os_audit_database_up',
+      help: "1 while this daemon reaches the database, 0 while its connection is lost and it retries (from its batches and status reads).",
+      labelNames,
+      registers,
+    }),
+    connectionLosses: new Counter({
+      name: 'os_audit_connection_losses_total',
+      help: 'Times this daemon lost the database since it started (a killed connection, a server restart), each ridden through by retrying.',
+      labelNames,
+      registers,
+    }),
+    notificationsHeard: new Gauge({
+      name: 'os_audit_notifications_heard',
+      help: "1 when the daemon's LISTEN hears NOTIFY (a probe at its start), 0 until then or when it does not: it then finds new events by polling.",
+      labelNames,
+      registers,
+    }),
+    info: new Gauge({
+      name: 'os_audit_projector_info',
+      help: 'Always 1; names this daemon (its lease owner) and each of its projections.',
+      labelNames: ['owner', 'projection'],
+      registers,
+    }),
+  };
 }
 
 /**
  * A projector daemon's Prometheus metrics, in a registry of their own (with the process's
- * default metrics): counts of what this daemon folded, from its projector events, and the
- * projection's lag, from {@link ProjectionStatus} reads.
+ * default metrics), one series per projection: counts of what this daemon folded, from its
+ * projectors' events, and each projection's lag, from {@link ProjectionStatus} reads.
  *
  * @example
  * ```ts
- * const metrics = new ProjectorMetrics({ projection: 'os_snapshot', owner: projector.lease.owner });
- * const projector = new Projector(db, osSnapshotProjection, { onEvent: (event) => metrics.record(event) });
+ * const metrics = new ProjectorMetrics({ projections: ['os_snapshot'], owner: projector.lease.owner });
+ * const projector = new Projector(db, osSnapshotProjection, { onEvent: (event) => metrics.record('os_snapshot', event) });
  * metrics.recordStatus(await readProjectionStatus(db, 'os_snapshot'));
  * response.end(await metrics.render());
  * ```
@@ -27,153 +120,62 @@ export interface ProjectorMetricsLabels {
 export class ProjectorMetrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
-  private readonly eventsProjected;
-  private readonly batches;
-  private readonly batchDuration;
-  private readonly poisonEvents;
-  private readonly lagEvents;
-  private readonly lagSeconds;
-  private readonly projectionErrors;
-  private readonly leader;
-  private readonly stoppedSessions;
-  private readonly blockedSessions;
-  private readonly databaseUp;
-  private readonly connectionLosses;
-  private readonly notificationsHeard;
+  private readonly families;
 
   constructor(labels: ProjectorMetricsLabels) {
     collectDefaultMetrics({ register: this.registry });
-    const registers = [this.registry];
-    const projection = { projection: labels.projection };
-    const labelNames = ['projection'] as const;
-    this.eventsProjected = new Counter({
-      name: 'os_audit_events_projected_total',
-      help: 'Events this daemon folded into the projection (events set aside not included).',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.batches = new Counter({
-      name: 'os_audit_batches_total',
-      help: 'Batches this daemon committed that moved the checkpoint.',
-      labelNames,
-      registers,
-    }).labels(projection);
-    const batchDuration = new Histogram({
-      name: 'os_audit_batch_duration_seconds',
-      help: 'Time from the start of a batch to its commit, for batches that moved the checkpoint.',
-      labelNames,
-      buckets: BATCH_DURATION_BUCKETS,
-      registers,
-    });
-    batchDuration.zero(projection);
-    this.batchDuration = batchDuration.labels(projection);
-    this.poisonEvents = new Counter({
-      name: 'os_audit_poison_events_total',
-      help: 'Events the projection cannot read that this daemon set aside in projection_errors (--skip-invalid) since it started.',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.lagEvents = new Gauge({
-      name: 'os_audit_lag_events',
-      help: 'Events committed to the log but not projected yet (refreshed every second).',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.lagSeconds = new Gauge({
-      name: 'os_audit_lag_seconds',
-      help: 'Age of the oldest event not projected yet; 0 when none is waiting (refreshed every second).',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.projectionErrors = new Gauge({
-      name: 'os_audit_projection_errors',
-      help: 'Rows in projection_errors: unreadable events set aside by any daemon or rebuild, ever (refreshed every second).',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.leader = new Gauge({
-      name: 'os_audit_leader',
-      help: '1 while this daemon holds the lease (it is the one writing), else 0.',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.stoppedSessions = new Counter({
-      name: 'os_audit_sessions_stopped_total',
-      help: "Sessions this daemon stopped since it started: at an event the projection cannot read, at a hole in their log, or where the projection's SQL failed on their events.",
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.blockedSessions = new Gauge({
-      name: 'os_audit_blocked_sessions',
-      help: 'Sessions the projection is stopped at (projection_blocked_sessions), by any daemon or rebuild (refreshed every second).',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.databaseUp = new Gauge({
-      name: 'os_audit_database_up',
-      help: "1 while this daemon reaches the database, 0 while its connection is lost and it retries (from its batches and status reads).",
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.connectionLosses = new Counter({
-      name: 'os_audit_connection_losses_total',
-      help: 'Times this daemon lost the database since it started (a killed connection, a server restart), each ridden through by retrying.',
-      labelNames,
-      registers,
-    }).labels(projection);
-    this.notificationsHeard = new Gauge({
-      name: 'os_audit_notifications_heard',
-      help: "1 when the daemon's LISTEN hears NOTIFY (a probe at its start), 0 until then or when it does not: it then finds new events by polling.",
-      labelNames,
-      registers,
-    }).labels(projection);
-    new Gauge({
-      name: 'os_audit_projector_info',
-      help: 'Always 1; names this daemon (its lease owner) and its projection.',
-      labelNames: ['owner', 'projection'],
-      registers,
-    }).set(labels, 1);
-    // Every sample from the start, so that rate() and alerts see the zeros.
-    for (const counter of [this.eventsProjected, this.batches, this.poisonEvents, this.stoppedSessions, this.connectionLosses]) counter.inc(0);
-    this.leader.set(0);
-    this.databaseUp.set(1);
-    this.notificationsHeard.set(0);
+    this.families = metricFamilies([this.registry]);
+    const f = this.families;
+    for (const name of labels.projections) {
+      const projection = { projection: name };
+      f.info.set({ owner: labels.owner, projection: name }, 1);
+      f.batchDuration.zero(projection);
+      // Every sample from the start, so that rate() and alerts see the zeros.
+      for (const counter of [f.eventsProjected, f.batches, f.poisonEvents, f.stoppedSessions, f.connectionLosses]) counter.inc(projection, 0);
+      f.leader.set(projection, 0);
+      f.databaseUp.set(projection, 1);
+      f.notificationsHeard.set(projection, 0);
+    }
   }
 
-  /** Counts what a projector reports (pass it as, or call it from, `onEvent`). */
-  record(event: ProjectorEvent): void {
+  /** Counts what the projector of `projection` reports (call it from its `onEvent`). */
+  record(projection: string, event: ProjectorEvent): void {
+    const f = this.families;
+    const labels = { projection };
     switch (event.type) {
       case 'batch':
-        this.eventsProjected.inc(event.result.eventsApplied);
-        this.poisonEvents.inc(event.result.skipped);
-        this.batches.inc();
-        this.batchDuration.observe(event.durationMs / 1000);
+        f.eventsProjected.inc(labels, event.result.eventsApplied);
+        f.poisonEvents.inc(labels, event.result.skipped);
+        f.batches.inc(labels);
+        f.batchDuration.observe(labels, event.durationMs / 1000);
         return;
       case 'leader':
-        this.leader.set(1);
+        f.leader.set(labels, 1);
         return;
       case 'standby':
-        this.leader.set(0);
+        f.leader.set(labels, 0);
         return;
       case 'sessions_stopped':
-        this.stoppedSessions.inc(event.count);
+        f.stoppedSessions.inc(labels, event.count);
         return;
       case 'database':
-        this.databaseUp.set(event.reachable ? 1 : 0);
-        if (!event.reachable) this.connectionLosses.inc();
+        f.databaseUp.set(labels, event.reachable ? 1 : 0);
+        if (!event.reachable) f.connectionLosses.inc(labels);
         return;
       case 'notifications':
-        this.notificationsHeard.set(event.heard ? 1 : 0);
+        f.notificationsHeard.set(labels, event.heard ? 1 : 0);
         return;
     }
   }
 
-  /** Sets the lag gauges from a status read. */
+  /** Sets a projection's lag gauges from a status read. */
   recordStatus(status: ProjectionStatus): void {
-    this.lagEvents.set(status.behind.events);
-    this.lagSeconds.set(status.behind.seconds);
-    this.projectionErrors.set(status.skippedEvents);
-    this.blockedSessions.set(status.blockedSessions);
+    const f = this.families;
+    const labels = { projection: status.projection };
+    f.lagEvents.set(labels, status.behind.events);
+    f.lagSeconds.set(labels, status.behind.seconds);
+    f.projectionErrors.set(labels, status.skippedEvents);
+    f.blockedSessions.set(labels, status.blockedSessions);
   }
 
   /** Every metric in the Prometheus text format (serve it with {@link contentType}). */

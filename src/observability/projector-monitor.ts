@@ -1,19 +1,20 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
-import { readProjectionStatus } from '../projector/projection-status.js';
+import { type ProjectionStatus, readProjectionStatus } from '../projector/projection-status.js';
 import type { ProjectorEvent } from '../projector/projector.js';
 import { json, startObservabilityServer } from './observability-server.js';
 import { ProjectorMetrics } from './projector-metrics.js';
 import { Readiness } from './readiness.js';
 import { pollStatus } from './status-poller.js';
 
-/** How often the projection's status (lag, readiness's database check) is read: one read at a time. */
+/** How often the projections' status (lag, readiness's database check) is read: one read at a time. */
 export const STATUS_READ_INTERVAL_MS = 1000;
 
 export interface ProjectorMonitorOptions {
   db: Kysely<DB>;
-  projection: string;
+  /** The daemon's projections: each has its own series, readiness and status reads. */
+  projections: readonly string[];
   /** The daemon's lease owner. */
   owner: string;
   host: string;
@@ -29,8 +30,8 @@ export interface ProjectorMonitorOptions {
 export interface ProjectorMonitor {
   /** Where `/metrics`, `/healthz` and `/readyz` are served. */
   readonly url: string;
-  /** Pass every projector event here. */
-  record(event: ProjectorEvent): void;
+  /** Pass every event of the projector of `projection` here. */
+  record(projection: string, event: ProjectorEvent): void;
   /** Reports not ready from now on (the daemon is shutting down). */
   stopping(): void;
   /** Stops the status reads and the server. */
@@ -39,46 +40,60 @@ export interface ProjectorMonitor {
 
 /**
  * Serves a projector daemon's metrics and health over HTTP: `/metrics` (Prometheus text),
- * `/healthz` (200 while the process answers) and `/readyz` (200 while the daemon does its job,
- * else 503 with the reason), with the projection's status read every second.
+ * `/healthz` (200 while the process answers) and `/readyz` (200 while the daemon does its job
+ * for every projection, else 503 with the reasons), with each projection's status read every
+ * second.
  *
  * @example
  * ```ts
- * const monitor = await startProjectorMonitor({ db, projection: 'os_snapshot', owner, host: '127.0.0.1', port: 9464, leaseTtlMs: 5000, pollIntervalMs: 1000, log });
- * const projector = new Projector(db, osSnapshotProjection, { owner, onEvent: (event) => monitor.record(event) });
+ * const monitor = await startProjectorMonitor({ db, projections: ['os_snapshot'], owner, host: '127.0.0.1', port: 9464, leaseTtlMs: 5000, pollIntervalMs: 1000, log });
+ * const projector = new Projector(db, osSnapshotProjection, { owner, onEvent: (event) => monitor.record('os_snapshot', event) });
  * await projector.run(signal);
  * await monitor.close();
  * ```
  */
 export async function startProjectorMonitor(options: ProjectorMonitorOptions): Promise<ProjectorMonitor> {
-  const { db, projection, owner, log } = options;
-  const metrics = new ProjectorMetrics({ projection, owner });
-  const readiness = new Readiness({ staleAfterMs: 3 * Math.max(options.leaseTtlMs, options.pollIntervalMs) });
+  const { db, projections, owner, log } = options;
+  const metrics = new ProjectorMetrics({ projections, owner });
+  const staleAfterMs = 3 * Math.max(options.leaseTtlMs, options.pollIntervalMs);
+  const readiness = new Map(projections.map((projection) => [projection, new Readiness({ staleAfterMs })]));
   const startedAt = Date.now();
   const server = await startObservabilityServer(options.host, options.port, {
     '/metrics': async () => ({ status: 200, contentType: metrics.contentType, body: await metrics.render() }),
     '/healthz': () => json(200, { status: 'ok', owner, uptimeSeconds: Math.round((Date.now() - startedAt) / 1000) }),
     '/readyz': () => {
-      const { ready, ...report } = readiness.check();
-      return json(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', owner, projection, ...report });
+      const reports = [...readiness].map(([projection, each]) => ({ projection, ...each.check() }));
+      const unready = reports.filter((report) => !report.ready);
+      const reason = unready.length === 0 ? {} : { reason: unready.map((report) => `${report.projection}: ${report.reason}`).join('; ') };
+      return json(unready.length === 0 ? 200 : 503, { status: unready.length === 0 ? 'ready' : 'not ready', owner, ...reason, projections: reports });
     },
   });
   let statusFailing = false;
-  const stopPolling = pollStatus(() => readProjectionStatus(db, projection), STATUS_READ_INTERVAL_MS, (status, error) => {
-    readiness.recordStatusRead(error);
-    if (status) metrics.recordStatus(status);
-    // Said once per outage; the projector's own retries are logged as they come.
-    if (error && !statusFailing) log.warn({ event: 'status', err: error }, `cannot read the projection's status: ${error.message}`);
-    if (!error && statusFailing) log.info({ event: 'status' }, "reading the projection's status again");
-    statusFailing = error !== undefined;
-  });
+  const stopPolling = pollStatus(
+    async () => {
+      const statuses: ProjectionStatus[] = [];
+      for (const projection of projections) statuses.push(await readProjectionStatus(db, projection));
+      return statuses;
+    },
+    STATUS_READ_INTERVAL_MS,
+    (statuses, error) => {
+      for (const each of readiness.values()) each.recordStatusRead(error);
+      for (const status of statuses ?? []) metrics.recordStatus(status);
+      // Said once per outage; the projector's own retries are logged as they come.
+      if (error && !statusFailing) log.warn({ event: 'status', err: error }, `cannot read the projections' status: ${error.message}`);
+      if (!error && statusFailing) log.info({ event: 'status' }, "reading the projections' status again");
+      statusFailing = error !== undefined;
+    },
+  );
   return {
     url: server.url,
-    record: (event) => {
-      metrics.record(event);
-      readiness.record(event);
+    record: (projection, event) => {
+      metrics.record(projection, event);
+      readiness.get(projection)?.record(event);
     },
-    stopping: () => readiness.stopping(),
+    stopping: () => {
+      for (const each of readiness.values()) each.stopping();
+    },
     close: async () => {
       await stopPolling();
       await server.close();

@@ -37,6 +37,8 @@ const BLOCKED_LISTED = 5;
 export interface ProjectionStatus {
   projection: string;
   checkpoint: { transactionId: string; position: number; updatedAt: Date; eventsApplied: number };
+  /** The version of the projection's fold that wrote its tables (see `Projection.version`). */
+  version: number;
   behind: { events: number; seconds: number };
   leader: { owner: string; epoch: number; expiresAt: Date; live: boolean } | null;
   lastError: { message: string; at: Date | null } | null;
@@ -64,10 +66,11 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
   const checkpoint = await db
     .selectFrom('projection_checkpoints as c')
     .innerJoin('os_projection_lag as l', 'l.projection', 'c.projection')
-    .select([sql<string>`c.transaction_id::text`.as('transaction_id'), 'c.position', 'c.updated_at', 'c.events_applied', 'c.last_error', 'c.last_error_at'])
+    .select([sql<string>`c.transaction_id::text`.as('transaction_id'), 'c.position', 'c.updated_at', 'c.events_applied', 'c.last_error', 'c.last_error_at', 'c.version'])
     .select(['l.lag_events', 'l.lag_seconds'])
     .where('c.projection', '=', projection)
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (checkpoint === undefined) throw new Error(`projection ${projection} is not registered in this database: run os-audit migrate (with the same projections)`);
   const behind = { events: checkpoint.lag_events ?? 0, seconds: checkpoint.lag_seconds ?? 0 };
 
   const lease = await db
@@ -100,6 +103,7 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
       updatedAt: checkpoint.updated_at,
       eventsApplied: checkpoint.events_applied,
     },
+    version: checkpoint.version,
     behind,
     leader: lease ? { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expires_at, live: lease.live } : null,
     lastError: checkpoint.last_error ? { message: checkpoint.last_error, at: checkpoint.last_error_at } : null,

@@ -26,6 +26,14 @@ import type { StoppedSession } from './sql/batch-sql.js';
  */
 export const DEFAULT_BATCH_SIZE = 50_000;
 
+/**
+ * A projector's name in its lease when none is given: `host:pid:random`. A daemon running
+ * several projections uses one for all of them.
+ */
+export function defaultOwner(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
 /** The longest wait between two attempts to reach a database that is down. */
 const MAX_RECONNECT_DELAY_MS = 4000;
 
@@ -124,7 +132,7 @@ export class Projector {
       leaseTtlMs: settings.leaseTtlMs ?? 5000,
       skipInvalid: settings.skipInvalid ?? false,
     };
-    const owner = settings.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    const owner = settings.owner ?? defaultOwner();
     this.lease = new Lease(db, projection.name, owner, this.options.leaseTtlMs);
   }
 

@@ -48,7 +48,7 @@ export async function rebuildProjection(db: Kysely<DB>, projection: Projection, 
     await trx.deleteFrom('projection_blocked_sessions').where('projection', '=', projection.name).execute();
     await trx
       .updateTable('projection_checkpoints')
-      .set({ transaction_id: LOG_START.transactionId, position: LOG_START.position, epoch: held.epoch, events_applied: 0, last_error: null, last_error_at: null })
+      .set({ transaction_id: LOG_START.transactionId, position: LOG_START.position, epoch: held.epoch, version: projection.version, events_applied: 0, last_error: null, last_error_at: null })
       .where('projection', '=', projection.name)
       .execute();
     const report: RebuildReport = { eventsApplied: 0, skipped: 0, stopped: 0, checkpoint: LOG_START };

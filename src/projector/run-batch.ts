@@ -142,7 +142,9 @@ function unmetRequirement(error: unknown, projection: Projection, held: HeldLeas
   const { code, message } = error as { code?: unknown; message?: unknown };
   if (code !== 'OA001' || typeof message !== 'string') return undefined;
   if (message.endsWith('the lease was lost')) return new LeaseLostError(projection.name, held.owner, held.epoch);
-  return new CheckpointMovedError(projection.name);
+  if (message.endsWith('the checkpoint moved under this batch')) return new CheckpointMovedError(projection.name);
+  // Not registered, or another version: nothing a retry changes until migrate or rebuild runs.
+  return new Error(message);
 }
 
 /**

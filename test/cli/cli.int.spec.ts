@@ -88,15 +88,15 @@ describe('os-audit CLI', () => {
     const fixtures = fileURLToPath(new URL('../fixtures/os-snapshot/', import.meta.url));
     const events = readFileSync(path.join(fixtures, 'events_spawn_lifecycle.json'), 'utf8');
     expect((await cli(['append', 'spawn-lifecycle'], events)).code).toBe(0);
-    expect((await cli(['snapshot', 'spawn-lifecycle'])).stderr).toMatch(/no snapshot of session "spawn-lifecycle".*not projected yet/);
-    expect((await cli(['project', '--once'])).stdout).toMatch(/^projected \d+ events in \d+ batches/);
+    expect((await cli(['snapshot', 'spawn-lifecycle'])).stderr).toMatch(/no os_snapshot snapshot of session "spawn-lifecycle".*not projected yet/);
+    expect((await cli(['project', '--once'])).stdout).toMatch(/^os_snapshot: projected \d+ events in \d+ batches/m);
 
     const expected = readFileSync(path.join(fixtures, 'os_snapshot_spawn_lifecycle.json'), 'utf8');
     expect(await cli(['snapshot', 'spawn-lifecycle'])).toMatchObject({ code: 0, stdout: `${expected.trimEnd()}\n` });
     const atSeq2 = JSON.parse((await cli(['snapshot', 'spawn-lifecycle', '--at-seq', '2'])).stdout);
     expect(atSeq2).toMatchObject({ last_suspend: { turn: 3, reason: 'sub_agent_await' }, last_resumed_turn: null, process_by_agent: [{ state: 'running' }] });
     expect((await cli(['snapshot', 'spawn-lifecycle', '--at-seq', '9'])).stderr).toMatch(/ends at seq 4; there is no seq 9/);
-    expect(await cli(['verify', 'spawn-lifecycle'])).toMatchObject({ code: 0, stdout: 'verified 1 sessions: 0 differ from their log\n' });
+    expect(await cli(['verify', 'spawn-lifecycle'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 1 session: 0 differ from their log\n') });
     expect((await cli(['verify'])).code).toBe(2);
   });
 

@@ -38,7 +38,7 @@ describe('the embedded default', () => {
     expect(imported.stderr).toMatch(/no DATABASE_URL; creating a PostgreSQL cluster in .*data/);
     expect(serverRunning(dataDir)).toBe(false);
 
-    expect(await runCliInProcess(['project', '--once'], { env })).toMatchObject({ code: 0, stdout: expect.stringMatching(/^projected \d+ events/) });
+    expect(await runCliInProcess(['project', '--once'], { env })).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected \d+ events/m) });
     const snapshot = await runCliInProcess(['snapshot', 'spec-ask-user'], { env });
     expect(snapshot.code).toBe(0);
     expect(JSON.parse(snapshot.stdout)).toEqual(fixture('os_snapshot_ask_user.json'));

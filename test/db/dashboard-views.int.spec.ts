@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { foldStoredLog } from '../../projections/os-snapshot/stored-os-snapshot.js';
+import { foldStoredOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
 import type { KnownEventKind } from '../../src/events/session-event.js';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';
@@ -185,7 +185,7 @@ describe('the dashboard views', () => {
   it('os_session_overview agrees with the in-memory fold of each log', async () => {
     const store = new EventStore(testDb.db);
     for (const sessionId of Object.keys(LOGS)) {
-      const { snapshot, lastSeq } = await foldStoredLog(store, sessionId);
+      const { snapshot, lastSeq } = await foldStoredOsSnapshot(store, sessionId);
       const kinds = (await storedLog(sessionId)).map((stored) => stored.kind);
       const row = await testDb.db.selectFrom('os_session_overview').selectAll().where('session_id', '=', sessionId).executeTakeFirstOrThrow();
       expect(row, sessionId).toMatchObject({

@@ -194,10 +194,10 @@ describe('least-privilege roles', () => {
     it('runs os-audit project --once, verify, rebuild and status', async () => {
       await new EventStore(writerDb).append('w-cli', events(4));
       const cli = (args: string[]) => runCliInProcess(args, { env: { DATABASE_URL: projector.urlFor(testDb.url) } });
-      expect(await cli(['project', '--once'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^projected 4 events in 1 batches/) });
-      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: 'verified 6 sessions: 0 differ from their log\n' });
+      expect(await cli(['project', '--once'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected 4 events in 1 batches/m) });
+      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 6 sessions: 0 differ from their log\n') });
       expect(await cli(['rebuild'])).toMatchObject({ code: 0 });
-      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: 'verified 6 sessions: 0 differ from their log\n' });
+      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 6 sessions: 0 differ from their log\n') });
       expect(await cli(['status'])).toMatchObject({ code: 0, stdout: expect.stringContaining('behind:     0 events') });
     });
 
@@ -210,7 +210,7 @@ describe('least-privilege roles', () => {
         await new EventStore(writerDb).append('w-held', events(2));
         const run = await runCliInProcess(['status', '--json'], { env: { DATABASE_URL: projector.urlFor(testDb.url) } });
         expect(run.code).toBe(0);
-        const status = JSON.parse(run.stdout) as ProjectionStatus;
+        const [status] = JSON.parse(run.stdout) as [ProjectionStatus];
         expect(status.behind.events).toBe(2);
         expect(status.horizonHeldBy).not.toBeNull();
         // The oldest open transaction on the server: ours, unless another test's is older still.

@@ -63,7 +63,7 @@ describe('the Docker image, built without Docker', () => {
       expect((await runImage(['migrate'], env)).stdout).toContain(`applied ${Object.keys(migrations).join(', ')}\n`);
       await new EventStore(fresh.db).append('image-1', [exampleEvent('tool_gated'), exampleEvent('suspended')]);
       await waitForHorizon(fresh.db);
-      expect((await runImage(['project', '--once'], env)).stdout).toMatch(/^projected 2 events/m);
+      expect((await runImage(['project', '--once'], env)).stdout).toMatch(/^os_snapshot: projected 2 events/m);
     } finally {
       await fresh.drop();
     }

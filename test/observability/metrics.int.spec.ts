@@ -98,7 +98,8 @@ describe('os-audit project --metrics-port', () => {
       const answer = await readyz(a);
       return answer.status === 200 && answer;
     });
-    expect(ready.body).toEqual({ status: 'ready', owner: 'metrics-a', projection: 'os_snapshot', role: 'leader' });
+    expect(ready.body).toMatchObject({ status: 'ready', owner: 'metrics-a', projections: expect.arrayContaining([{ projection: 'os_snapshot', ready: true, role: 'leader' }]) });
+    expect(ready.body).not.toHaveProperty('reason');
 
     // The lag gauges appear with the first status read, which may come a moment after the lease.
     const first = await pollUntil('every metric', async () => {
@@ -166,7 +167,7 @@ describe('os-audit project --metrics-port', () => {
     const b = startDaemon(testDb.url, { owner: 'metrics-b' });
     await b.waitForLog('started');
     await pollUntil('metrics-b to be ready', async () => (await readyz(b)).status === 200);
-    expect((await readyz(b)).body).toMatchObject({ status: 'ready', owner: 'metrics-b', role: 'standby' });
+    expect((await readyz(b)).body).toMatchObject({ status: 'ready', owner: 'metrics-b', projections: expect.arrayContaining([{ projection: 'os_snapshot', ready: true, role: 'standby' }]) });
     const standby = await metricsOf(b);
     expect(sampleValue(standby, 'os_audit_leader', projection)).toBe(0);
     expect(sampleValue(standby, 'os_audit_events_projected_total', projection)).toBe(0);
@@ -185,7 +186,7 @@ describe('os-audit project --metrics-port', () => {
       timeoutMs: 10_000,
       intervalMs: 100,
     });
-    expect(await readyz(a)).toMatchObject({ status: 200, body: { role: 'leader' } });
+    expect(await readyz(a)).toMatchObject({ status: 200, body: { projections: expect.arrayContaining([expect.objectContaining({ projection: 'os_snapshot', role: 'leader' })]) } });
     expect(await metric(b, 'os_audit_sessions_stopped_total')).toBe(0);
     expect((await get(`${urlA}/healthz`)).status).toBe(200);
     expect((await readyz(b)).status).toBe(200);

@@ -18,7 +18,8 @@ function batch(eventsApplied: number, durationMs: number, skipped = 0): Projecto
 function status(events: number, seconds: number, skippedEvents: number, blockedSessions = 0): ProjectionStatus {
   return {
     projection: 'os_snapshot',
-    checkpoint: { ...checkpoint, updatedAt: new Date(), eventsApplied: 0 },
+    version: 1,
+  checkpoint: { ...checkpoint, updatedAt: new Date(), eventsApplied: 0 },
     behind: { events, seconds },
     leader: null,
     lastError: null,
@@ -31,7 +32,7 @@ function status(events: number, seconds: number, skippedEvents: number, blockedS
 
 describe('ProjectorMetrics', () => {
   it('shows its counts at 0 from the start, the lag only once read, in a registry of its own', async () => {
-    const text = await new ProjectorMetrics({ projection: 'os_snapshot', owner: 'host:1:abc' }).render();
+    const text = await new ProjectorMetrics({ projections: ['os_snapshot'], owner: 'host:1:abc' }).render();
     for (const name of ['os_audit_events_projected_total', 'os_audit_batches_total', 'os_audit_poison_events_total', 'os_audit_sessions_stopped_total', 'os_audit_leader']) {
       expect(sampleValue(text, name, projection)).toBe(0);
     }
@@ -44,16 +45,16 @@ describe('ProjectorMetrics', () => {
     expect(text).toMatch(/^# TYPE os_audit_lag_events gauge$/m);
     expect(parseSamples(text).some((sample) => sample.name === 'process_resident_memory_bytes')).toBe(true);
     // Two daemons' metrics in one process (tests) do not mix.
-    const other = new ProjectorMetrics({ projection: 'os_snapshot', owner: 'other' });
-    other.record(batch(5, 1));
-    expect(sampleValue(await new ProjectorMetrics({ projection: 'os_snapshot', owner: 'third' }).render(), 'os_audit_events_projected_total', projection)).toBe(0);
+    const other = new ProjectorMetrics({ projections: ['os_snapshot'], owner: 'other' });
+    other.record('os_snapshot', batch(5, 1));
+    expect(sampleValue(await new ProjectorMetrics({ projections: ['os_snapshot'], owner: 'third' }).render(), 'os_audit_events_projected_total', projection)).toBe(0);
   });
 
   it('counts batches, events, poison events set aside, and their durations in buckets from 1 ms to 10 s', async () => {
-    const metrics = new ProjectorMetrics({ projection: 'os_snapshot', owner: 'o' });
-    metrics.record(batch(1000, 0.4));
-    metrics.record(batch(20_000, 180));
-    metrics.record(batch(7, 12_000, 2));
+    const metrics = new ProjectorMetrics({ projections: ['os_snapshot'], owner: 'o' });
+    metrics.record('os_snapshot', batch(1000, 0.4));
+    metrics.record('os_snapshot', batch(20_000, 180));
+    metrics.record('os_snapshot', batch(7, 12_000, 2));
     const text = await metrics.render();
     expect(sampleValue(text, 'os_audit_events_projected_total', projection)).toBe(21_007);
     expect(sampleValue(text, 'os_audit_batches_total', projection)).toBe(3);
@@ -65,13 +66,13 @@ describe('ProjectorMetrics', () => {
   });
 
   it('follows the lease, counts stopped sessions, and sets the lag and the blocked sessions from status reads', async () => {
-    const metrics = new ProjectorMetrics({ projection: 'os_snapshot', owner: 'o' });
+    const metrics = new ProjectorMetrics({ projections: ['os_snapshot'], owner: 'o' });
     const value = async (name: string) => sampleValue(await metrics.render(), name, projection);
-    metrics.record({ type: 'leader', owner: 'o', epoch: 3 });
+    metrics.record('os_snapshot', { type: 'leader', owner: 'o', epoch: 3 });
     expect(await value('os_audit_leader')).toBe(1);
-    metrics.record({ type: 'sessions_stopped', sessions: [], count: 4 });
+    metrics.record('os_snapshot', { type: 'sessions_stopped', sessions: [], count: 4 });
     expect([await value('os_audit_sessions_stopped_total'), await value('os_audit_leader')]).toEqual([4, 1]);
-    metrics.record({ type: 'standby', owner: 'o', reason: 'lease lost' });
+    metrics.record('os_snapshot', { type: 'standby', owner: 'o', reason: 'lease lost' });
     expect(await value('os_audit_leader')).toBe(0);
 
     metrics.recordStatus(status(1234, 2.5, 3, 7));
@@ -79,5 +80,19 @@ describe('ProjectorMetrics', () => {
     expect(await value('os_audit_blocked_sessions')).toBe(7);
     metrics.recordStatus(status(0, 0, 3));
     expect([await value('os_audit_lag_events'), await value('os_audit_lag_seconds')]).toEqual([0, 0]);
+  });
+
+  it("keeps each projection's series apart in one daemon's registry", async () => {
+    const metrics = new ProjectorMetrics({ projections: ['os_snapshot', 'tool_calls'], owner: 'o' });
+    metrics.record('tool_calls', batch(12, 3));
+    metrics.record('os_snapshot', { type: 'leader', owner: 'o', epoch: 1 });
+    metrics.recordStatus({ ...status(5, 1, 0), projection: 'tool_calls' });
+    const text = await metrics.render();
+    expect(sampleValue(text, 'os_audit_events_projected_total', { projection: 'tool_calls' })).toBe(12);
+    expect(sampleValue(text, 'os_audit_events_projected_total', projection)).toBe(0);
+    expect([sampleValue(text, 'os_audit_leader', projection), sampleValue(text, 'os_audit_leader', { projection: 'tool_calls' })]).toEqual([1, 0]);
+    expect(sampleValue(text, 'os_audit_lag_events', { projection: 'tool_calls' })).toBe(5);
+    expect(sampleValue(text, 'os_audit_projector_info', { owner: 'o', projection: 'tool_calls' })).toBe(1);
+    expect(sampleValue(text, 'os_audit_projector_info', { owner: 'o', projection: 'os_snapshot' })).toBe(1);
   });
 });

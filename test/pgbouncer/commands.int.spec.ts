@@ -50,16 +50,16 @@ describe.runIf(pgbouncerTestsRun)('every command through PgBouncer (transaction 
       expect((await ok(['events', 'appended'])).trimEnd().split('\n')).toHaveLength(2);
 
       // Each --once opens new client connections that meet the server connections of the one before.
-      expect(await ok(['project', '--once', '--batch-size', '500'])).toMatch(/^projected \d+ events/);
+      expect(await ok(['project', '--once', '--batch-size', '500'])).toMatch(/^os_snapshot: projected \d+ events/m);
       await ok(['append', 'appended'], JSON.stringify([sampleEvent(2), sampleEvent(3)]));
-      expect(await ok(['project', '--once', '--batch-size', '1'])).toMatch(/^projected 2 events in 2 batches/);
+      expect(await ok(['project', '--once', '--batch-size', '1'])).toMatch(/^os_snapshot: projected 2 events in 2 batches/m);
       await ok(['append', 'appended'], JSON.stringify([sampleEvent(4)]));
-      expect(await ok(['project', '--once'])).toMatch(/^projected 1 events in 1 batches/);
+      expect(await ok(['project', '--once'])).toMatch(/^os_snapshot: projected 1 events in 1 batches/m);
       expect(await ok(['status'])).toMatch(/behind: +0 events/);
       expect(await ok(['snapshot', 'appended'])).toContain('"process_by_agent"');
-      expect(await ok(['verify', '--all'])).toMatch(/^verified \d+ sessions: 0 differ from their log\n$/);
-      expect(await ok(['rebuild'])).toMatch(/^rebuilt the OS snapshot from \d+ events/);
-      expect(await ok(['verify', '--all'])).toMatch(/^verified \d+ sessions: 0 differ from their log\n$/);
+      expect(await ok(['verify', '--all'])).toMatch(/^os_snapshot: verified \d+ sessions: 0 differ from their log$/m);
+      expect(await ok(['rebuild'])).toMatch(/^rebuilt os_snapshot \(version 1\) from \d+ events/m);
+      expect(await ok(['verify', '--all'])).toMatch(/^os_snapshot: verified \d+ sessions: 0 differ from their log$/m);
     } finally {
       await scratch.drop();
     }

@@ -99,7 +99,7 @@ const leaderLogs = (daemon: DaemonProcess) => daemon.logs.filter((record) => rec
 
 /** It stopped cleanly, said so last, and wrote nothing but JSON log records on stderr. */
 function expectCleanStopLogs(daemon: DaemonProcess): void {
-  expect(daemon.logs.at(-1)).toMatchObject({ event: 'stopped', owner: daemon.owner, msg: 'os-audit projector stopped; lease released' });
+  expect(daemon.logs.at(-1)).toMatchObject({ event: 'stopped', owner: daemon.owner, msg: 'os-audit projector stopped; leases released' });
   expect(daemon.logs).toHaveLength(daemon.lines.length);
 }
 

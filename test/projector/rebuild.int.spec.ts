@@ -24,7 +24,7 @@ describe('rebuild', () => {
     const damaged = await runCliInProcess(['verify', 'rb-7', 'rb-8'], { env: { DATABASE_URL: testDb.url } });
     expect(damaged.code).toBe(1);
     expect(damaged.stdout).toContain('session "rb-7" differs from its log:\n  tool_gated_count: sql 99, log 10\n');
-    expect(damaged.stdout).toContain('verified 2 sessions: 1 differ from their log');
+    expect(damaged.stdout).toContain('os_snapshot: verified 2 sessions: 1 differ from their log');
 
     const reader = new pg.Client({ connectionString: testDb.url });
     await reader.connect();
@@ -61,7 +61,7 @@ describe('rebuild', () => {
     await expect.poll(() => events.includes('leader')).toBe(true);
 
     const rebuilt = await runCliInProcess(['rebuild'], { env: { DATABASE_URL: testDb.url } });
-    expect(rebuilt).toMatchObject({ code: 0, stdout: `rebuilt the OS snapshot from ${SESSIONS * 50} events\n` });
+    expect(rebuilt).toMatchObject({ code: 0, stdout: expect.stringContaining(`rebuilt os_snapshot (version 1) from ${SESSIONS * 50} events\n`) });
     await new EventStore(testDb.db).append('rb-after', [sampleEvent(0), sampleEvent(1)]);
     await expect
       .poll(async () => (await testDb.db.selectFrom('os_snapshots').select('last_seq').where('session_id', '=', 'rb-after').executeTakeFirst())?.last_seq, { timeout: 15_000 })

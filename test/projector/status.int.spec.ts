@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { readProjectionStatus } from '../../src/projector/projection-status.js';
+import { builtInProjections } from '../../projections/index.js';
+import { type ProjectionStatus, readProjectionStatus } from '../../src/projector/projection-status.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
@@ -45,6 +46,12 @@ describe('status', () => {
   it('prints JSON with --json', async () => {
     const run = await runCliInProcess(['status', '--json'], { env: { DATABASE_URL: testDb.url } });
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout)).toMatchObject({ projection: 'os_snapshot', behind: { events: 0 } });
+    const statuses = JSON.parse(run.stdout) as ProjectionStatus[];
+    expect(statuses.map((status) => status.projection)).toEqual(builtInProjections.map((projection) => projection.name));
+    expect(statuses[0]).toMatchObject({ projection: 'os_snapshot', version: 1, behind: { events: 0 } });
+    const one = await runCliInProcess(['status', '--json', '--projection', 'os_snapshot'], { env: { DATABASE_URL: testDb.url } });
+    expect(JSON.parse(one.stdout)).toMatchObject([{ projection: 'os_snapshot' }]);
+    const unknown = await runCliInProcess(['status', '--projection', 'nope'], { env: { DATABASE_URL: testDb.url } });
+    expect(unknown).toMatchObject({ code: 2, stderr: expect.stringContaining('no projection "nope"; the projections are os_snapshot') });
   });
 });

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
-import { foldStoredLog, readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
+import { foldStoredOsSnapshot, readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
 import type { DB } from '../../src/db/schema.js';
 import { currentTransactionLimit, horizonHasPassed } from '../../src/projector/horizon.js';
 import { Projector, type ProjectorOptions } from '../../src/projector/projector.js';
@@ -17,7 +17,7 @@ export async function compareWithFold(db: Kysely<DB>, sessionIds: Iterable<strin
   const results = [];
   for (const sessionId of sessionIds) {
     const sql = await readSqlOsSnapshot(db, sessionId);
-    const fold = await foldStoredLog(store, sessionId);
+    const fold = await foldStoredOsSnapshot(store, sessionId);
     results.push({ sessionId, sql, fold });
   }
   return results;

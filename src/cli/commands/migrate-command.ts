@@ -1,14 +1,16 @@
 import type { Command } from 'commander';
 import { migrateToLatest } from '../../db/migrate.js';
+import { commandProjections } from '../projection-options.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 
 export function registerMigrateCommand(program: Command, io: CliIo): void {
   program
     .command('migrate')
-    .description('apply the database migrations (a second run applies nothing)')
+    .description("apply the database migrations, the engine's and each projection's, and register the projections (a second run applies nothing)")
     .action(async (_options, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const applied = await withDatabase(url, migrateToLatest, { rideThrough: { io, rerun: 'work' } });
+      const projections = await commandProjections(command, io);
+      const applied = await withDatabase(url, (db) => migrateToLatest(db, projections), { rideThrough: { io, rerun: 'work' } });
       await write(io.stdout, applied.length === 0 ? 'schema is up to date; nothing to apply\n' : `applied ${applied.join(', ')}\n`);
     });
 }

@@ -1,14 +1,15 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
 import type { DB } from '../../db/schema.js';
 import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
 import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
 import { ProjectorLog } from '../../observability/projector-log.js';
-import { DEFAULT_BATCH_SIZE, Projector } from '../../projector/projector.js';
+import type { Projection } from '../../projector/projection.js';
+import { DEFAULT_BATCH_SIZE, defaultOwner, Projector } from '../../projector/projector.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
+import { chooseProjections, commandProjections } from '../projection-options.js';
 
 /** The default port of `/metrics`, `/healthz` and `/readyz` (the OpenTelemetry Prometheus exporter's). */
 export const DEFAULT_METRICS_PORT = 9464;
@@ -94,7 +95,7 @@ type SettingName = keyof typeof SETTINGS;
 export type ProjectSettings = { [Name in SettingName]: ReturnType<(typeof SETTINGS)[Name]['parse']> };
 
 /** What commander parsed: the settings given as flags, and the rest. */
-export type ProjectFlags = Partial<ProjectSettings> & { once?: boolean; skipInvalid?: boolean; owner?: string };
+export type ProjectFlags = Partial<ProjectSettings> & { once?: boolean; skipInvalid?: boolean; owner?: string; projection?: string };
 
 /**
  * Resolves the daemon's settings: a flag wins over its environment variable, which wins over
@@ -138,24 +139,27 @@ export function resolveProjectSettings(flags: ProjectFlags, env: NodeJS.ProcessE
 export function registerProjectCommand(program: Command, io: CliIo): void {
   const command = program
     .command('project')
-    .description('run the projector daemon: fold new events into the OS snapshot tables as they are appended')
-    .option('--once', 'catch up with every event committed before the start, then exit');
+    .description("run the projector daemon: fold new events into every projection's tables as they are appended")
+    .option('--once', 'catch up with every event committed before the start, then exit')
+    .option('--projection <name>', 'only this projection (default: all)');
   for (const definition of Object.values(SETTINGS) as Setting<unknown>[]) {
     const shown = definition.shownDefault ?? String(definition.defaultValue);
     command.addOption(new Option(definition.flags, `${definition.description} (env ${definition.env}; default ${shown})`).argParser(definition.parse));
   }
   command
-    .option('--skip-invalid', 'set events the snapshot cannot read aside in projection_errors instead of stopping their session (and take up again sessions stopped at one)')
+    .option('--skip-invalid', 'set events a projection cannot read aside in projection_errors instead of stopping their session (and take up again sessions stopped at one)')
     .option('--owner <name>', "this projector's name in the lease (default host:pid:random)")
     .addHelpText(
       'after',
-      '\nAny number of daemons may run: one holds the lease and writes, the others stand by. SIGINT or\n' +
+      '\nEach projection has its own checkpoint and lease: one slow or stopped projection holds no other back.\n' +
+        'Any number of daemons may run: for each projection one holds the lease and writes, the others stand by. SIGINT or\n' +
         'SIGTERM stops the daemon cleanly: the current batch finishes or rolls back, the lease is released,\n' +
         'exit code 0. Logs go to stderr; `project --once` prints its summary on stdout.',
     )
     .action(async (flags: ProjectFlags, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const settings = resolveProjectSettings(flags, io.env);
+      const projections = chooseProjections(await commandProjections(command, io), flags.projection);
       const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: io.stderr });
       const stop = new AbortController();
       const onSignal = (signal: NodeJS.Signals) => {
@@ -165,7 +169,9 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       try {
-        await withDatabase(url, (db) => project(db, { url, flags, settings, log, io, signal: stop.signal }), { connections: settings.metricsPort === 'off' ? 2 : 3 });
+        // A connection per projection's batches, one for the leases and status reads, one for the metrics' reads.
+        const connections = projections.length + (settings.metricsPort === 'off' ? 1 : 2);
+        await withDatabase(url, (db) => project(db, { url, projections, flags, settings, log, io, signal: stop.signal }), { connections });
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
@@ -175,6 +181,7 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
 
 interface ProjectRun {
   url: string;
+  projections: readonly Projection[];
   flags: ProjectFlags;
   settings: ProjectSettings;
   log: Logger;
@@ -182,59 +189,81 @@ interface ProjectRun {
   signal: AbortSignal;
 }
 
-/** Runs the daemon (or `--once`) with its logs and, unless off, its metrics and health server. */
-async function project(db: Kysely<DB>, { url, flags, settings, log, io, signal }: ProjectRun): Promise<void> {
+/** Runs the daemon (or `--once`): a projector per projection, with its logs and, unless off, the metrics and health server. */
+async function project(db: Kysely<DB>, { url, projections, flags, settings, log, io, signal }: ProjectRun): Promise<void> {
   let monitor: ProjectorMonitor | undefined;
-  let projectorLog: ProjectorLog | undefined;
-  const projector = new Projector(db, osSnapshotProjection, {
-    batchSize: settings.batchSize,
-    pollIntervalMs: settings.pollInterval,
-    leaseTtlMs: settings.leaseTtl,
-    skipInvalid: flags.skipInvalid,
-    owner: flags.owner,
-    listenUrl: flags.once ? undefined : (settings.directUrl ?? url),
-    onEvent: (event) => {
-      projectorLog?.record(event);
-      monitor?.record(event);
-    },
-  });
-  const owner = projector.lease.owner;
+  const owner = flags.owner ?? defaultOwner();
   const ownerLog = log.child({ owner });
-  projectorLog = new ProjectorLog(ownerLog, { summarizeBatches: !flags.once });
+  const runs = projections.map((projection) => {
+    const projectionLog = new ProjectorLog(ownerLog.child({ projection: projection.name }), { summarizeBatches: !flags.once });
+    const projector = new Projector(db, projection, {
+      batchSize: settings.batchSize,
+      pollIntervalMs: settings.pollInterval,
+      leaseTtlMs: settings.leaseTtl,
+      skipInvalid: flags.skipInvalid,
+      owner,
+      listenUrl: flags.once ? undefined : (settings.directUrl ?? url),
+      onEvent: (event) => {
+        projectionLog.record(event);
+        monitor?.record(projection.name, event);
+      },
+    });
+    return { projection, projector, projectionLog };
+  });
   try {
     if (settings.metricsPort !== 'off') {
-      monitor = await serveMonitor(db, owner, settings, settings.metricsPort, ownerLog);
+      monitor = await serveMonitor(db, projections, owner, settings, settings.metricsPort, ownerLog);
       signal.addEventListener('abort', () => monitor?.stopping(), { once: true });
     }
     if (flags.once) {
-      const report = await projector.catchUp(signal);
-      const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
-      const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
-      const stopped = report.stopped > 0 ? `; ${report.stopped} sessions stopped (see os-audit status)` : '';
-      await write(io.stdout, `projected ${report.eventsApplied} events in ${report.batches} batches${skipped}${stopped}${at}\n`);
+      // Side by side: a projection far behind holds no other back.
+      const reports = await Promise.all(runs.map(({ projector }) => projector.catchUp(signal)));
+      for (const [i, report] of reports.entries()) {
+        const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
+        const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
+        const stopped = report.stopped > 0 ? `; ${report.stopped} sessions stopped (see os-audit status)` : '';
+        await write(io.stdout, `${runs[i]!.projection.name}: projected ${report.eventsApplied} events in ${report.batches} batches${skipped}${stopped}${at}\n`);
+      }
       return;
     }
     const { batchSize, pollInterval: pollIntervalMs, leaseTtl: leaseTtlMs } = settings;
+    const names = projections.map((projection) => projection.name);
     ownerLog.info(
-      { event: 'started', batchSize, pollIntervalMs, leaseTtlMs, skipInvalid: Boolean(flags.skipInvalid), metricsUrl: monitor?.url ?? null },
-      `os-audit projector ${owner} started`,
+      { event: 'started', projections: names, batchSize, pollIntervalMs, leaseTtlMs, skipInvalid: Boolean(flags.skipInvalid), metricsUrl: monitor?.url ?? null },
+      `os-audit projector ${owner} started: ${names.join(', ')}`,
     );
-    await projector.run(signal);
-    projectorLog.close();
-    ownerLog.info({ event: 'stopped' }, 'os-audit projector stopped; lease released');
+    await Promise.all(runs.map(({ projector }) => projector.run(signal)));
+    for (const { projectionLog } of runs) projectionLog.close();
+    ownerLog.info({ event: 'stopped' }, 'os-audit projector stopped; leases released');
   } finally {
-    projectorLog.close();
+    for (const { projectionLog } of runs) projectionLog.close();
     await monitor?.close();
   }
 }
 
 /** Starts the metrics and health server; a port in use is the user's to fix. */
-async function serveMonitor(db: Kysely<DB>, owner: string, settings: ProjectSettings, port: number, log: Logger): Promise<ProjectorMonitor> {
+async function serveMonitor(
+  db: Kysely<DB>,
+  projections: readonly Projection[],
+  owner: string,
+  settings: ProjectSettings,
+  port: number,
+  log: Logger,
+): Promise<ProjectorMonitor> {
   const host = settings.metricsHost;
   // Loaded only here: a daemon without metrics (project --once) starts without prom-client.
   const { startProjectorMonitor } = await import('../../observability/projector-monitor.js');
   try {
-    const monitor = await startProjectorMonitor({ db, projection: osSnapshotProjection.name, owner, host, port, leaseTtlMs: settings.leaseTtl, pollIntervalMs: settings.pollInterval, log });
+    const monitor = await startProjectorMonitor({
+      db,
+      projections: projections.map((projection) => projection.name),
+      owner,
+      host,
+      port,
+      leaseTtlMs: settings.leaseTtl,
+      pollIntervalMs: settings.pollInterval,
+      log,
+    });
     log.info({ event: 'listening', url: monitor.url }, `serving /metrics, /healthz and /readyz on ${monitor.url}`);
     return monitor;
   } catch (error) {

@@ -1,32 +1,37 @@
 import type { Command } from 'commander';
-import { serializeOsSnapshot } from '../../../projections/os-snapshot/serialize-os-snapshot.js';
-import { foldStoredLog, readSqlOsSnapshot, skippedPositions } from '../../../projections/os-snapshot/stored-os-snapshot.js';
+import type { JsonValue } from '../../json/json-value.js';
+import { indentJson } from '../../json/json-text.js';
+import { stringifyJson } from '../../json/stringify-json.js';
+import { foldStoredLog, readStoredSnapshot, skippedPositions } from '../../projector/stored-snapshot.js';
 import { EventStore } from '../../store/event-store.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
+import { chooseProjections, commandProjections } from '../projection-options.js';
 
 export function registerSnapshotCommand(program: Command, io: CliIo): void {
   program
     .command('snapshot')
-    .description("print a session's OS audit snapshot as the spec's JSON, read from the SQL tables")
+    .description("print a session's snapshot as JSON, read from a projection's SQL tables")
     .argument('<session>', 'the session id')
+    .option('--projection <name>', 'the projection to read (default: the first, os_snapshot: the OS audit snapshot of the spec)')
     .option('--at-seq <seq>', 'the snapshot as it was after this seq (folded from the log)', integerOption(0))
-    .action(async (sessionId: string, options: { atSeq?: number }, command: Command) => {
+    .action(async (sessionId: string, options: { atSeq?: number; projection?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const snapshot = await withDatabase(url, async (db) => {
+      const projection = chooseProjections(await commandProjections(command, io), options.projection, true)[0]!;
+      const snapshot = await withDatabase(url, async (db): Promise<JsonValue> => {
         if (options.atSeq === undefined) {
-          const stored = await readSqlOsSnapshot(db, sessionId);
+          const stored = await readStoredSnapshot(db, projection, sessionId);
           if (stored === undefined) {
-            throw new CliError(`no snapshot of session ${JSON.stringify(sessionId)}: no events stored, or not projected yet (see os-audit status)`);
+            throw new CliError(`no ${projection.name} snapshot of session ${JSON.stringify(sessionId)}: no events stored, or not projected yet (see os-audit status)`);
           }
-          return stored.snapshot;
+          return stored.json;
         }
         const store = new EventStore(db);
         const last = await store.lastSeq(sessionId);
         if (options.atSeq > last) {
           throw new CliError(`session ${JSON.stringify(sessionId)} ends at seq ${last}; there is no seq ${options.atSeq}`);
         }
-        const folded = await foldStoredLog(store, sessionId, { toSeq: options.atSeq, skippedPositions: await skippedPositions(db, sessionId) });
+        const folded = await foldStoredLog(store, projection, sessionId, { toSeq: options.atSeq, skippedPositions: await skippedPositions(db, projection, sessionId) });
         if (folded.stopped !== null) {
           const stop = `session ${JSON.stringify(sessionId)} stops at seq ${folded.stopped.seq} (${folded.stopped.problem})`;
           // Stopped at its first event, there is no seq before the stop to point to.
@@ -36,8 +41,8 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
               : `${stop}: its snapshot is the one after seq ${folded.lastSeq} (os-audit snapshot ${JSON.stringify(sessionId)} --at-seq ${folded.lastSeq})`,
           );
         }
-        return folded.snapshot;
+        return projection.toJson(folded.state);
       }, { rideThrough: { io, rerun: 'work' } });
-      await write(io.stdout, `${serializeOsSnapshot(snapshot, { indent: 2 })}\n`);
+      await write(io.stdout, `${indentJson(stringifyJson(snapshot), 2)}\n`);
     });
 }

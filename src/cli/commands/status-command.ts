@@ -1,22 +1,32 @@
 import type { Command } from 'commander';
-import { osSnapshotProjection } from '../../../projections/os-snapshot/os-snapshot-projection.js';
 import { type ProjectionStatus, readProjectionStatus } from '../../projector/projection-status.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { chooseProjections, commandProjections } from '../projection-options.js';
 
 export function registerStatusCommand(program: Command, io: CliIo): void {
   program
     .command('status')
-    .description('show the projection: checkpoint, events and seconds behind, leader, last error, stopped sessions, what holds it back')
-    .option('--json', 'print the status as JSON')
-    .action(async (options: { json?: boolean }, command: Command) => {
+    .description('show each projection: checkpoint, events and seconds behind, leader, last error, stopped sessions, what holds it back')
+    .option('--projection <name>', 'only this projection (default: all)')
+    .option('--json', 'print the statuses as a JSON array, one per projection')
+    .action(async (options: { json?: boolean; projection?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const status = await withDatabase(url, (db) => readProjectionStatus(db, osSnapshotProjection.name), { rideThrough: { io, rerun: 'work' } });
-      await write(io.stdout, options.json ? `${JSON.stringify(status, null, 2)}\n` : describeStatus(status));
+      const projections = chooseProjections(await commandProjections(command, io), options.projection);
+      const statuses = await withDatabase(
+        url,
+        async (db) => {
+          const read: ProjectionStatus[] = [];
+          for (const projection of projections) read.push(await readProjectionStatus(db, projection.name));
+          return read;
+        },
+        { rideThrough: { io, rerun: 'work' } },
+      );
+      await write(io.stdout, options.json ? `${JSON.stringify(statuses, null, 2)}\n` : statuses.map(describeStatus).join(''));
     });
 }
 
 function describeStatus(status: ProjectionStatus): string {
-  const lines = [`projection ${status.projection}`];
+  const lines = [`projection ${status.projection} (version ${status.version})`];
   const { checkpoint, behind, leader, lastError, horizonHeldBy } = status;
   lines.push(`  checkpoint: transaction ${checkpoint.transactionId}, position ${checkpoint.position} (updated ${checkpoint.updatedAt.toISOString()}; ${checkpoint.eventsApplied} events folded)`);
   lines.push(`  behind:     ${behind.events} events, ${behind.seconds.toFixed(1)} s`);

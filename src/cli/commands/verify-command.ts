@@ -1,38 +1,54 @@
 import type { Command } from 'commander';
-import { type VerifyReport, type VerifySelection, verifyOsSnapshots } from '../../../projections/os-snapshot/verify-os-snapshots.js';
+import type { Projection } from '../../projector/projection.js';
+import { type VerifyReport, type VerifySelection, verifyProjection } from '../../projector/verify-projection.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { ProgressLine } from '../progress-line.js';
+import { chooseProjections, commandProjections } from '../projection-options.js';
 
 export function registerVerifyCommand(program: Command, io: CliIo): void {
   program
     .command('verify')
-    .description('prove SQL snapshots right: compare them with the in-memory fold of each log')
+    .description("prove SQL snapshots right: compare each projection's tables with the in-memory fold of each log")
     .argument('[sessions...]', 'the sessions to verify')
     .option('--all', 'verify every session')
     .option('--sample <n>', 'verify n sessions taken at random', integerOption(1))
+    .option('--projection <name>', 'only this projection (default: all)')
     .addHelpText('after', '\nPrints each differing field; exit code 1 when any snapshot differs from its log.')
-    .action(async (sessions: string[], options: { all?: boolean; sample?: number }, command: Command) => {
+    .action(async (sessions: string[], options: { all?: boolean; sample?: number; projection?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const chosen = [sessions.length > 0, options.all === true, options.sample !== undefined].filter(Boolean).length;
       if (chosen !== 1) throw new CliError('name sessions, or give --all or --sample N (one of them)', 2);
       const selection: VerifySelection = options.all ? { all: true } : options.sample !== undefined ? { sample: options.sample } : { sessions };
-      const progress = new ProgressLine(io.stderr, 'verifying');
-      let report: VerifyReport;
-      try {
-        report = await withDatabase(url, (db) =>
-          verifyOsSnapshots(db, selection, (checked, total) => progress.update(checked, total, `${checked}/${total} sessions`)),
-          { rideThrough: { io, rerun: 'work' } },
-        );
-      } finally {
-        progress.done();
+      const projections = chooseProjections(await commandProjections(command, io), options.projection);
+      const reports: { projection: Projection; report: VerifyReport }[] = [];
+      for (const projection of projections) {
+        const progress = new ProgressLine(io.stderr, `verifying ${projection.name}`);
+        try {
+          const report = await withDatabase(
+            url,
+            (db) => verifyProjection(db, projection, selection, (checked, total) => progress.update(checked, total, `${checked}/${total} sessions`)),
+            { rideThrough: { io, rerun: 'work' } },
+          );
+          reports.push({ projection, report });
+        } finally {
+          progress.done();
+        }
       }
-      for (const mismatch of report.mismatches) {
-        await write(io.stdout, `session ${JSON.stringify(mismatch.sessionId)} differs from its log:\n`);
-        for (const difference of mismatch.differences) await write(io.stdout, `  ${difference}\n`);
+      let differing = 0;
+      for (const { projection, report } of reports) {
+        for (const mismatch of report.mismatches) {
+          await write(io.stdout, `${projection.name}: session ${JSON.stringify(mismatch.sessionId)} differs from its log:\n`);
+          for (const difference of mismatch.differences) await write(io.stdout, `  ${difference}\n`);
+        }
+        const pending = report.pending.length > 0 ? `, ${report.pending.length} not projected yet` : '';
+        await write(io.stdout, `${projection.name}: verified ${sessionsText(report.checked)}: ${report.mismatches.length} differ from their log${pending}\n`);
+        differing += report.mismatches.length;
       }
-      const pending = report.pending.length > 0 ? `, ${report.pending.length} not projected yet` : '';
-      await write(io.stdout, `verified ${report.checked} sessions: ${report.mismatches.length} differ from their log${pending}\n`);
-      if (report.mismatches.length > 0) throw new CliError(`${report.mismatches.length} snapshots differ from their log`);
+      if (differing > 0) throw new CliError(differing === 1 ? '1 snapshot differs from its log' : `${differing} snapshots differ from their log`);
     });
+}
+
+function sessionsText(count: number): string {
+  return count === 1 ? '1 session' : `${count} sessions`;
 }

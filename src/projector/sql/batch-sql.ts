@@ -222,6 +222,7 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       RETURNING 1
     )
     SELECT
+      ${versionRequiredSql(projection)} AS registered,
       os_audit_require(EXISTS (SELECT FROM batch_renewed), ${sql.lit(`projection ${projection.name}: the lease was lost`)}) AS renewed,
       os_audit_require(EXISTS (SELECT FROM batch_moved) OR NOT EXISTS (SELECT FROM batch_end),
                        ${sql.lit(`projection ${projection.name}: the checkpoint moved under this batch`)}) AS moved,
@@ -248,7 +249,23 @@ export function batchParameters(parameters: BatchParameters): unknown[] {
 
 /** The projection's checkpoint, as a relation of one row. */
 function checkpointSql(projection: Projection): RawBuilder<unknown> {
-  return sql`SELECT transaction_id, position FROM projection_checkpoints WHERE projection = ${sql.lit(projection.name)}`;
+  return sql`SELECT transaction_id, position, version FROM projection_checkpoints WHERE projection = ${sql.lit(projection.name)}`;
+}
+
+/**
+ * Fails the batch (`os_audit_require`) unless the projection is registered (`os-audit
+ * migrate`) and its tables were folded by the version of the fold this batch runs: a new
+ * version folds nothing onto an older one's tables until they are rebuilt.
+ */
+function versionRequiredSql(projection: Projection): RawBuilder<boolean> {
+  const { name, version } = projection;
+  const unregistered = `projection ${name} is not registered in this database: run os-audit migrate (with the same projections)`;
+  return sql`os_audit_require(
+    EXISTS (SELECT FROM batch_checkpoint WHERE version = ${sql.lit(version)}),
+    coalesce(
+      (SELECT format('projection %s: its tables hold version %s of its fold, and this os-audit folds version %s: run os-audit rebuild --projection %s',
+                     ${sql.lit(name)}, version, ${sql.lit(version)}, ${sql.lit(name)}) FROM batch_checkpoint),
+      ${sql.lit(unregistered)}))`;
 }
 
 /**

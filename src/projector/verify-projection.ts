@@ -1,0 +1,99 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { diffJson } from '../json/diff-json.js';
+import { EventStore } from '../store/event-store.js';
+import type { Projection } from './projection.js';
+import { foldStoredLog, readStoredSnapshot, type SessionStop, skippedPositions } from './stored-snapshot.js';
+
+/** A session whose SQL snapshot is not the fold of its log. */
+export interface SnapshotMismatch {
+  sessionId: string;
+  differences: string[];
+}
+
+/** What {@link verifyProjection} found: sessions compared, those whose snapshot differs, and those not projected yet. */
+export interface VerifyReport {
+  checked: number;
+  mismatches: SnapshotMismatch[];
+  /** Sessions the projector has not reached yet (nothing to compare). */
+  pending: string[];
+}
+
+/** Which sessions to verify. */
+export type VerifySelection = { sessions: readonly string[] } | { all: true } | { sample: number };
+
+/**
+ * Proves a projection's SQL snapshots right: each selected session's JSON in its
+ * `snapshotView` is compared with `toJson` of the in-memory fold of its stored log up to the
+ * last event the projection folded (skipping only the events `--skip-invalid` set aside, which
+ * the projection did not fold either); a session the projection stopped must stop at the same
+ * event, for the same reason, in memory.
+ *
+ * @example
+ * ```ts
+ * const report = await verifyProjection(db, osSnapshotProjection, { all: true });
+ * if (report.mismatches.length > 0) process.exitCode = 1;
+ * ```
+ */
+export async function verifyProjection(
+  db: Kysely<DB>,
+  projection: Projection,
+  selection: VerifySelection,
+  onProgress?: (checked: number, total: number) => void,
+): Promise<VerifyReport> {
+  const store = new EventStore(db);
+  const sessionIds = await selectSessions(db, selection);
+  const report: VerifyReport = { checked: 0, mismatches: [], pending: [] };
+  for (const sessionId of sessionIds) {
+    const differences = await verifySession(db, store, projection, sessionId);
+    if (differences === 'pending') report.pending.push(sessionId);
+    else if (differences.length > 0) report.mismatches.push({ sessionId, differences });
+    report.checked += 1;
+    onProgress?.(report.checked, sessionIds.length);
+  }
+  return report;
+}
+
+async function verifySession(db: Kysely<DB>, store: EventStore, projection: Projection, sessionId: string): Promise<string[] | 'pending'> {
+  const stored = await readStoredSnapshot(db, projection, sessionId);
+  if (stored === undefined) {
+    return (await projectorHasPassed(db, projection, sessionId))
+      ? ['no snapshot row, but the projector has read events of this session']
+      : (await hasEvents(db, sessionId))
+        ? 'pending'
+        : ['no such session: no events are stored for it'];
+  }
+  // A stopped session is folded until the log's own fold stops: it must stop at the same place.
+  const folded = await foldStoredLog(store, projection, sessionId, {
+    toSeq: stored.stopped === null ? stored.lastSeq : undefined,
+    skippedPositions: await skippedPositions(db, projection, sessionId),
+  });
+  const differences = diffJson(stored.json, projection.toJson(folded.state), ['sql', 'log']);
+  if (folded.lastSeq !== stored.lastSeq) differences.unshift(`last_seq: sql ${stored.lastSeq}, log ${folded.lastSeq}`);
+  const where = (stop: SessionStop | null) => (stop === null ? 'not stopped' : `stopped at seq ${stop.seq} (${stop.reason}: ${stop.problem})`);
+  if (stored.stopped?.seq !== folded.stopped?.seq || stored.stopped?.reason !== folded.stopped?.reason) {
+    differences.push(`stop: sql ${where(stored.stopped)}, log ${where(folded.stopped)}`);
+  }
+  return differences;
+}
+
+async function selectSessions(db: Kysely<DB>, selection: VerifySelection): Promise<string[]> {
+  if ('sessions' in selection) return [...selection.sessions];
+  let query = db.selectFrom('sessions').select('session_id');
+  query = 'sample' in selection ? query.orderBy(sql`random()`).limit(selection.sample) : query.orderBy('session_id');
+  return (await query.execute()).map((row) => row.session_id);
+}
+
+async function projectorHasPassed(db: Kysely<DB>, projection: Projection, sessionId: string): Promise<boolean> {
+  const { rows } = await sql<{ passed: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM session_events e, projection_checkpoints c
+      WHERE c.projection = ${projection.name} AND e.session_id = ${sessionId}
+        AND (e.transaction_id, e.position) <= (c.transaction_id, c.position)) AS passed`.execute(db);
+  return rows[0]!.passed;
+}
+
+async function hasEvents(db: Kysely<DB>, sessionId: string): Promise<boolean> {
+  const row = await db.selectFrom('sessions').select('session_id').where('session_id', '=', sessionId).executeTakeFirst();
+  return row !== undefined;
+}
