@@ -163,16 +163,20 @@ export function eventBatchOf(projection: Projection, events: RawBuilder<unknown>
     events: sql`(SELECT e.session_id, e.seq, e.kind, e.recorded_at, r.* FROM ${events} AS e
       CROSS JOIN LATERAL ${readFieldsSql(projection.reads, { kind: sql`e.kind`, payload: sql`e.payload`, standIn: sql`e.payload_text IS NOT NULL` })} AS r
       WHERE e.kind IN (${readKindsSql(projection.reads)}) AND r.problem IS NULL)`,
-    sessions: sql`(SELECT session_id, max(seq) AS last_seq, ${countersSql(projection)} FROM ${events} AS e GROUP BY session_id)`,
+    sessions: sql`(SELECT session_id, max(seq) AS last_seq${countersSql(projection)} FROM ${events} AS e GROUP BY session_id)`,
   };
 }
 
-/** The projection's counters as aggregates over events with a `kind` column (of those `where` holds for). */
+/**
+ * The projection's counters as aggregates over events with a `kind` column (of those `where`
+ * holds for), each after a comma: nothing at all for a projection without counters.
+ */
 export function countersSql(projection: Projection, where: RawBuilder<boolean> = sql`true`): RawBuilder<unknown> {
   return sql.join(
     Object.entries(projection.counters).map(
-      ([column, kind]) => sql`count(*) FILTER (WHERE kind = ${sql.lit(kind)} AND ${where}) AS ${sql.id(column)}`,
+      ([column, kind]) => sql`, count(*) FILTER (WHERE kind = ${sql.lit(kind)} AND ${where}) AS ${sql.id(column)}`,
     ),
+    sql``,
   );
 }
 

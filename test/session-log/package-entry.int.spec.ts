@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
+import { installBuiltPackage, typescriptCompiler as tscEntry } from '../support/built-package.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 /**
@@ -16,8 +16,6 @@ import { useTestDatabase } from '../support/test-database.js';
 const testDb = useTestDatabase();
 const run = promisify(execFile);
 
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const tscEntry = fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url));
 
 /** The exports a user reaches through `import … from 'os-audit'`. */
 const expectedExports = [
@@ -29,6 +27,7 @@ const expectedExports = [
   'DEFAULT_MAX_SESSION_ID_BYTES',
   'EventStore',
   'EventValidationError',
+  'FieldRead',
   'InvalidEventError',
   'JournalCasConflictError',
   'JournalIntegrityError',
@@ -44,12 +43,21 @@ const expectedExports = [
   'PostgresKernelJournal',
   'PostgresSessionLog',
   'Projector',
+  'builtInProjections',
   'canonicalOsSnapshot',
+  'defineEventReads',
+  'defineProjection',
   'emptyOsSnapshot',
   'encodeEventText',
   'encodeEventValue',
   'encodeSdkEvent',
+  'eventBatchOf',
+  'field',
+  'foldEvents',
   'foldOsSnapshot',
+  'foldStoredLog',
+  'foldStoredOsSnapshot',
+  'foldWholeLogSql',
   'isConnectionLoss',
   'isJsonObject',
   'migrateToLatest',
@@ -57,14 +65,18 @@ const expectedExports = [
   'osSnapshotProjection',
   'parseJson',
   'parseOsSnapshot',
+  'readEvent',
   'readProjectionStatus',
   'readSqlOsSnapshot',
+  'readStoredSnapshot',
   'rebuildProjection',
   'retryOnConnectionLoss',
   'serializeOsSnapshot',
+  'sql',
   'stringifyJson',
   'validateEvent',
   'verifyOsSnapshots',
+  'verifyProjection',
 ];
 
 const consumerJs = `
@@ -123,19 +135,7 @@ let scratch: string;
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'os-audit-package-'));
-  const pkg = path.join(scratch, 'os-audit');
-  await mkdir(pkg);
-  await cp(path.join(repoRoot, 'package.json'), path.join(pkg, 'package.json'));
-  await symlink(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
-  await run(process.execPath, [tscEntry, '-p', path.join(repoRoot, 'tsconfig.build.json'), '--outDir', path.join(pkg, 'dist')]).catch(
-    (error: { stdout?: string; message: string }) => {
-      throw new Error(`the build failed: ${error.stdout ?? error.message}`);
-    },
-  );
-
-  app = path.join(scratch, 'app');
-  await mkdir(path.join(app, 'node_modules'), { recursive: true });
-  await symlink(pkg, path.join(app, 'node_modules', 'os-audit'));
+  ({ app } = await installBuiltPackage(scratch));
   await writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module', private: true }));
   await writeFile(path.join(app, 'consumer.mjs'), consumerJs);
   await writeFile(path.join(app, 'consumer.ts'), consumerTs);

@@ -187,9 +187,9 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
     -- before its stop, when it folded nothing).
     batch_moved_sessions AS MATERIALIZED (
       SELECT coalesce(p.session_id, t.session_id) AS session_id, coalesce(p.last_seq, t.seq - 1) AS last_seq,
-             coalesce(p.applied, 0) AS applied, ${counterColumns(projection)}
+             coalesce(p.applied, 0) AS applied${counterColumns(projection)}
       FROM (
-        SELECT session_id, max(seq) AS last_seq, count(*) FILTER (WHERE problem IS NULL) AS applied,
+        SELECT session_id, max(seq) AS last_seq, count(*) FILTER (WHERE problem IS NULL) AS applied
                ${countersSql(projection, sql`problem IS NULL`)}
         FROM batch_folded GROUP BY session_id
       ) AS p
@@ -237,9 +237,12 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       (SELECT count(*) FROM batch_unblocked) AS resumed_count`;
 }
 
-/** The counters of a moved session: the batch's counts, 0 where it folded nothing. */
+/** The counters of a moved session, each after a comma: the batch's counts, 0 where it folded nothing. */
 function counterColumns(projection: Projection): RawBuilder<unknown> {
-  return sql.join(Object.keys(projection.counters).map((column) => sql`coalesce(p.${sql.id(column)}, 0) AS ${sql.id(column)}`));
+  return sql.join(
+    Object.keys(projection.counters).map((column) => sql`, coalesce(p.${sql.id(column)}, 0) AS ${sql.id(column)}`),
+    sql``,
+  );
 }
 
 /** The parameters of {@link batchSql}, in order. */
