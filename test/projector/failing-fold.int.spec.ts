@@ -2,47 +2,23 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
-import { defineEventReads, field } from '../../src/projector/event-reads.js';
-import type { Projection } from '../../src/projector/projection.js';
+import { builtInProjections } from '../../projections/index.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
 import { Projector } from '../../src/projector/projector.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';
 import { rebuildProjection } from '../../src/projector/rebuild-projection.js';
 import type { StoppedSession } from '../../src/projector/sql/batch-sql.js';
 import { EventStore } from '../../src/store/event-store.js';
+import { gatedToolsProjection } from '../support/gated-tools-projection.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 const testDb = useTestDatabase({ perTest: true });
 
-/**
- * A projection whose SQL fails on some events its reads accept (a CHECK of its own table
- * refuses the tool "boom"): a fault of the projection, which must stop only that session.
- */
-const gatedTools: Projection<{ gated: number }> = {
-  name: 'gated_tools',
-  version: 1,
-  description: 'tools gated, refusing "boom"',
-  migrations: {},
-  sessionHeads: 'gated_tool_heads',
-  tables: ['gated_tools', 'gated_tool_heads'],
-  views: [],
-  snapshotView: 'gated_tool_heads',
-  reads: defineEventReads({ tool_gated: { tool: field.string() } }),
-  counters: { gated: 'tool_gated' },
-  foldSql: ({ events, sessions }) => sql`
-    heads AS (
-      INSERT INTO gated_tool_heads AS h SELECT session_id, last_seq, gated FROM ${sessions} AS s
-      ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq, gated = h.gated + excluded.gated RETURNING 1
-    ),
-    tools AS (INSERT INTO gated_tools SELECT session_id, seq, tool FROM ${events} AS e RETURNING 1)`,
-  init: () => ({ gated: 0 }),
-  evolve: (state) => ({ gated: state.gated + 1 }),
-  toJson: (state) => state,
-};
+const gatedTools = gatedToolsProjection;
 
+/** Its tables, by its own migration, registered by the engine as `os-audit migrate` does. */
 async function createGatedTools(): Promise<void> {
-  await sql`CREATE TABLE gated_tool_heads (session_id text PRIMARY KEY, last_seq bigint NOT NULL, gated bigint NOT NULL)`.execute(testDb.db);
-  await sql`CREATE TABLE gated_tools (session_id text, seq bigint, tool text CHECK (tool <> 'boom'), PRIMARY KEY (session_id, seq))`.execute(testDb.db);
-  await sql`INSERT INTO projection_checkpoints (projection) VALUES ('gated_tools')`.execute(testDb.db);
+  await migrateToLatest(testDb.db, [...builtInProjections, gatedTools]);
 }
 
 const gated = (tool: string) => ({ kind: 'tool_gated', turn: 1, call_id: 'c1', tool, reason: 'ask_user' });
