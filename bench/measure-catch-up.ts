@@ -1,29 +1,35 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { type Kysely, sql } from 'kysely';
+import { builtInProjections } from '../projections/index.js';
 import type { DB } from '../src/db/schema.js';
-import { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
 import { foldWholeLogSql } from '../src/projector/projection.js';
-import { verifyOsSnapshots } from '../projections/os-snapshot/verify-os-snapshots.js';
+import { verifyProjection } from '../src/projector/verify-projection.js';
 import { median, secondsSince } from './stats.js';
 
-/** Empties the projection: its tables, and the checkpoint back to the start of the log. */
+/** The projections measured: the ones os-audit ships, which `os-audit project` runs side by side. */
+const projections = builtInProjections;
+
+/** Empties every projection: its tables, and its checkpoint back to the start of the log. */
 export async function resetProjection(db: Kysely<DB>): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await sql`TRUNCATE os_snapshots, os_processes, os_signals, os_budget_exceeded, projection_errors`.execute(trx);
-    await sql`
-      UPDATE projection_checkpoints SET transaction_id = '0', position = 0, events_applied = 0
-      WHERE projection = 'os_snapshot'`.execute(trx);
+    const tables = projections.flatMap((projection) => projection.tables);
+    await sql`TRUNCATE ${sql.join(tables.map((table) => sql.table(table)))}, projection_errors`.execute(trx);
+    await sql`UPDATE projection_checkpoints SET transaction_id = '0', position = 0, events_applied = 0`.execute(trx);
   });
   await sql`CHECKPOINT`.execute(db);
 }
 
-/** One digest of every snapshot, as dashboards read them. */
+/** One digest of every snapshot of every projection, as dashboards read them. */
 export async function snapshotDigest(db: Kysely<DB>): Promise<{ sessions: number; md5: string }> {
-  const { rows } = await sql<{ sessions: number; md5: string }>`
-    SELECT count(*)::int AS sessions, md5(string_agg(snapshot::text, '' ORDER BY session_id)) AS md5
-    FROM os_snapshot_json`.execute(db);
-  return rows[0]!;
+  const digests = [];
+  for (const projection of projections) {
+    const { rows } = await sql<{ sessions: number; md5: string }>`
+      SELECT count(*)::int AS sessions, md5(string_agg(snapshot::text, '' ORDER BY session_id)) AS md5
+      FROM ${sql.table(projection.snapshotView)}`.execute(db);
+    digests.push(rows[0]!);
+  }
+  return { sessions: digests[0]!.sessions, md5: digests.map((digest) => digest.md5).join('+') };
 }
 
 /** A process's peak resident set, sampled from /proc. */
@@ -97,13 +103,16 @@ export async function runProjectorOnce(url: string, cliEntry: string, extraArgs:
   const seconds = secondsSince(started);
   sampler.stop();
   if (code !== 0) throw new Error(`os-audit project --once exited with ${code}:\n${stdout}${stderr}`);
-  const match = stdout.match(/projected (\d+) events in (\d+) batches/);
-  if (!match) throw new Error(`os-audit project --once printed no summary:\n${stdout}${stderr}`);
-  const eventsApplied = Number(match[1]);
+  // A summary per projection: each folded the whole log.
+  const summaries = [...stdout.matchAll(/^(\w+): projected (\d+) events in (\d+) batches/gm)];
+  if (summaries.length !== projections.length) throw new Error(`os-audit project --once printed no summary per projection:\n${stdout}${stderr}`);
+  const folded = new Set(summaries.map((summary) => Number(summary[2])));
+  if (folded.size !== 1) throw new Error(`the projections folded different numbers of events:\n${stdout}`);
+  const eventsApplied = [...folded][0]!;
   return {
     seconds,
     eventsApplied,
-    batches: Number(match[2]),
+    batches: summaries.reduce((sum, summary) => sum + Number(summary[3]), 0),
     eventsPerSecond: eventsApplied / seconds,
     peakRssBytes: sampler.peakBytes,
     rssSamples: sampler.samples,
@@ -125,11 +134,14 @@ export async function timeStartup(cliEntry: string): Promise<number> {
   return median(times);
 }
 
-/** The limit: the whole projection by set-based SQL straight from the log, one transaction. */
+/**
+ * The limit: each projection by set-based SQL straight from the log, one statement each, one
+ * after the other in one transaction (the projector may fold them side by side).
+ */
 export async function runSetBasedLimit(db: Kysely<DB>): Promise<number> {
   const started = performance.now();
   await db.transaction().execute(async (trx) => {
-    await foldWholeLogSql(osSnapshotProjection).execute(trx);
+    for (const projection of projections) await foldWholeLogSql(projection).execute(trx);
   });
   return secondsSince(started);
 }
@@ -190,15 +202,16 @@ export async function measureCatchUp(
         `(${result.seconds.toFixed(2)} s, ${result.batches} batches, peak RSS ${mb(result.peakRssBytes)} MB)`,
     );
   }
-  const report = await verifyOsSnapshots(db, { sample: 200 });
-  const first = report.mismatches[0];
-  const verify = {
-    checked: report.checked,
-    mismatches: report.mismatches.length,
-    pending: report.pending.length,
-    ...(first ? { firstMismatch: `${first.sessionId}: ${first.differences.join('; ')}` } : {}),
-  };
-  log(`  verify --sample 200 after the last projector run: ${verify.checked} checked, ${verify.mismatches} mismatches`);
+  const verify: CatchUpFigures['verify'] = { checked: 0, mismatches: 0, pending: 0 };
+  for (const projection of projections) {
+    const report = await verifyProjection(db, projection, { sample: 200 });
+    const first = report.mismatches[0];
+    verify.checked += report.checked;
+    verify.mismatches += report.mismatches.length;
+    verify.pending += report.pending.length;
+    if (first && verify.firstMismatch === undefined) verify.firstMismatch = `${projection.name}: ${first.sessionId}: ${first.differences.join('; ')}`;
+  }
+  log(`  verify --sample 200 of each projection after the last projector run: ${verify.checked} checked, ${verify.mismatches} mismatches`);
   return {
     events,
     startupSeconds,

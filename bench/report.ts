@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { builtInProjections } from '../projections/index.js';
 import type { DiskSize } from './disk-size.js';
 import { describeEnvironmentLines, type Environment } from './environment.js';
 import type { AppendFigures } from './measure-append.js';
@@ -7,6 +8,9 @@ import type { CatchUpFigures } from './measure-catch-up.js';
 import type { LiveFigures } from './measure-live.js';
 import type { QueryFigures } from './measure-query.js';
 import type { ScalingPoint } from './measure-scaling.js';
+
+/** The projections the catch-up folds, as the report names them. */
+const projectionNames = builtInProjections.map((projection) => projection.name).join(', ');
 
 /** Everything one run measured, as written to the JSON file. */
 export interface BenchResults {
@@ -72,7 +76,7 @@ export function figureRows(r: Omit<BenchResults, 'figures' | 'totalSeconds' | 'p
   const c = r.catchUp;
   const catchUpRatio = c.medianEventsPerSecond / c.medianLimitEventsPerSecond;
   rows.push({
-    figure: `catch-up: os-audit project --once, ${int(c.events)} events from empty`,
+    figure: `catch-up: os-audit project --once, ${int(c.events)} events from empty, into every projection (${projectionNames})`,
     value: evs(c.medianEventsPerSecond),
     limit: `set-based SQL ${evs(c.medianLimitEventsPerSecond)}`,
     ratio: `${catchUpRatio.toFixed(2)}×`,
@@ -81,7 +85,7 @@ export function figureRows(r: Omit<BenchResults, 'figures' | 'totalSeconds' | 'p
   });
   const correct = c.digestsEqual && c.verify.mismatches === 0 && c.verify.pending === 0;
   rows.push({
-    figure: 'catch-up result = set-based limit (md5 of os_snapshot_json) = fold (verify, 200 sampled)',
+    figure: "catch-up result = set-based limit (md5 of each projection's JSON view) = fold (verify, 200 sampled per projection)",
     value: correct ? 'equal' : 'DIFFERENT',
     limit: '—',
     ratio: '—',
@@ -245,7 +249,8 @@ export function writeMarkdown(file: string, r: BenchResults): void {
     '',
     `- **Corpus**: generated from a fixed seed (\`bench/corpus.ts\`): ${corpusLine(r.corpus)}. Sessions of 150–250 events, 256 of them running at once so that the log interleaves them; 2–5 sub-agents per session whose state goes running → joined / failed (and back); suspends followed by resumes. Every 100th event (and the first 2,000) is checked with \`validateEvent\`.`,
     `- **Catch-up**: the corpus (${int(r.catchUp.events)} events, ${int(r.catchUp.sessions)} sessions) is COPYed into \`session_events\` (one transaction per 100,000 rows) with its \`sessions\` rows, then \`VACUUM ANALYZE\` and \`CHECKPOINT\`. Each run empties the projection (TRUNCATE of the snapshot tables, checkpoint back to 0), then spawns the built CLI \`node dist/src/cli/main.js project --once\` and times it from spawn to exit (Node's start-up, ${r.catchUp.startupSeconds.toFixed(2)} s for \`node dist/src/cli/main.js --help\`, included); its peak RSS is the largest VmHWM/VmRSS of \`/proc/<pid>/status\`, sampled every 50 ms.`,
-    '- **Set-based limit**: on the emptied projection, `foldWholeLogSql(osSnapshotProjection)` in one transaction: the projection\'s own fold SQL over the whole log in one statement straight from `session_events`, reading each body\'s fields from its stored JSON text as the projector does. Its result and the projector\'s are compared by the md5 of every row of `os_snapshot_json`, and 200 sampled sessions are verified against the in-memory fold (`verifyOsSnapshots`).',
+    `- **Projections**: the ones os-audit ships (${projectionNames}), which \`os-audit project\` runs side by side in one daemon, each with its own batches and connection.`,
+    "- **Set-based limit**: on the emptied projections, `foldWholeLogSql(projection)` of each, one after the other in one transaction: each projection's own fold SQL over the whole log in one statement straight from `session_events`, reading each body's fields from its stored JSON text as the projector does. The limit's time is their sum; the daemon may fold the projections side by side (one per core), which the ratio then shows. Its result and the projector's are compared by the md5 of every row of each projection's JSON view, and 200 sampled sessions of each projection are verified against its in-memory fold (`verifyProjection`).",
     `- **Append**: ${int(r.append.corpus.events)} events (about a tenth of the catch-up corpus) in ${int(r.append.corpus.sessions)} sessions of ${int(r.append.corpus.sessionLength)} events (so that a batch of 1,000 is one session append), each sample on a new migrated database after a CHECKPOINT. The API: \`EventStore.append(sessionId, events)\` (appended at the head of the log, no expected seq), each writer on its own sessions and its own connection. Import: \`importLogs(store, directory)\` in-process on a directory of \`<session_id>.jsonl\` files, one per session. The limit: the same rows (session_id, seq, kind, turn, payload, and the other columns as \`EventStore.append\` fills them) COPYed with pg-copy-streams on one connection into \`CREATE TABLE … (LIKE session_events INCLUDING ALL)\`, each sample on its own new database too.`,
     `- **Live**: on the catch-up database, the daemon \`node dist/src/cli/main.js project --poll-interval 1000\` (woken by NOTIFY); ${r.live.options.writers} writers append ${int(r.live.options.eventsPerSecond)} events/s in all on a fixed schedule, in batches of ${r.live.options.batch}, each to its own ${r.live.options.sessionsPerWriter} open sessions of ~200 events. Latency: from the resolution of an append's promise (its commit) until a poller, reading \`SELECT session_id, last_seq FROM os_snapshots WHERE session_id = ANY($1)\` for the sessions awaiting an effect about every 1 ms (its round trip: p50 ${ms(r.live.pollP50Ms)}), sees the append folded. ${r.live.options.warmupSeconds} s of warm-up, then ${plural(r.live.options.windows, 'window')} of ${r.live.options.windowSeconds} s; each figure is the median over the windows.`,
     `- **Query**: the snapshot tables of the catch-up database are grown to ${int(r.query.sessions)} sessions by copying its ${int(r.query.projectedSessions)} projected sessions (the corpus's and the live run's, with their processes, signals and budget events) under new ids; then \`SELECT snapshot FROM os_snapshot_json WHERE session_id = $1\` for random sessions, one at a time on one connection, timed at the client (${int(r.query.queriesPerRun)} queries per run after a warm-up).`,
