@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compactJson, nestsDeeperThan } from '../../src/json/json-text.js';
+import { compactJson, indentJson, nestsDeeperThan } from '../../src/json/json-text.js';
 
 describe('compactJson', () => {
   it('removes the white space between tokens and nothing else', () => {
@@ -35,5 +35,16 @@ describe('nestsDeeperThan', () => {
     const deep = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
     expect(nestsDeeperThan(deep(512), 512)).toBe(false);
     expect(nestsDeeperThan(deep(513), 512)).toBe(true);
+  });
+});
+
+describe('indentJson', () => {
+  it('lays compact JSON out as JSON.stringify(value, null, indent) does, strings and numbers as written', () => {
+    const value = { a: [1, { b: '}{,:"[]' }], e: {}, f: [], g: null, h: 'x\\"y' };
+    const compact = JSON.stringify(value);
+    expect(indentJson(compact, 2)).toBe(JSON.stringify(value, null, 2));
+    expect(indentJson(compact, 4)).toBe(JSON.stringify(value, null, 4));
+    expect(indentJson('[18446744073709551615,1e2,-0]', 2)).toBe('[\n  18446744073709551615,\n  1e2,\n  -0\n]');
+    expect(indentJson('"a"', 2)).toBe('"a"');
   });
 });

@@ -12,8 +12,11 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
     .option('--direct-url <url>', "the daemon's LISTEN connection straight to PostgreSQL when the database URL goes through a pooler in transaction mode (env OS_AUDIT_DIRECT_DATABASE_URL)")
     .addHelpText('after', '\n`npm start` runs `os-audit up --import samples`. Stop with Ctrl-C.')
     .action(async (options: { import?: string; directUrl?: string }, command: Command) => {
-      const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const onThisDatabase = (args: string[]) => runCommand(['--database-url', url, ...args]);
+      const globals = command.optsWithGlobals();
+      const url = resolveDatabaseUrl(globals.databaseUrl, io);
+      // The same database and projections for every step.
+      const projections = globals.projections === undefined ? [] : ['--projections', globals.projections as string];
+      const onThisDatabase = (args: string[]) => runCommand(['--database-url', url, ...projections, ...args]);
       await onThisDatabase(['migrate']);
       if (options.import !== undefined) await onThisDatabase(['import', options.import]);
       const example = await withDatabase(url, (db) => db.selectFrom('sessions').select('session_id').orderBy('session_id').limit(1).executeTakeFirst(), {
@@ -26,7 +29,7 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
         io.stdout,
         [
           '',
-          'os-audit is up: the projector below folds every new event into the snapshot tables.',
+          'os-audit is up: the projector below folds every new event into the projections\' tables.',
           `  database    ${shown}`,
           `  a snapshot  npx os-audit snapshot ${session}`,
           `  overview    psql '${shown}' -c 'SELECT * FROM os_session_overview'`,
