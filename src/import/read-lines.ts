@@ -41,7 +41,7 @@ const CARRIAGE_RETURN = 0x0d;
  * a time, and at most `maxLineBytes` of a line that spans chunks, whatever the stream's size),
  * handed out a chunk's worth at a time: one await per chunk rather than per line. A long line
  * costs time in proportion to its length: its pieces are joined once, at its end. Blank lines
- * are skipped but counted; a byte-order mark opening the input is dropped; `\r\n` endings are
+ * (JSON's white space only) are skipped but counted; a byte-order mark opening the input is dropped; `\r\n` endings are
  * accepted. A line that is not UTF-8 is an {@link InvalidUtf8Error}, a line longer than
  * `maxLineBytes` a {@link LineTooLongError}: the stream is then left unread.
  *
@@ -122,6 +122,9 @@ export async function* readLines(input: Readable, options: ReadLinesOptions = {}
   }
 }
 
+/** A line of JSON's white space only (space, tab, CR): other white space (U+00A0…) is no JSON, and no blank line either. */
 function isBlank(text: string): boolean {
-  return text.length === 0 || (text.charCodeAt(0) <= 0x20 && text.trim() === '');
+  return JSON_WHITE_SPACE_ONLY.test(text);
 }
+
+const JSON_WHITE_SPACE_ONLY = /^[ \t\r]*$/;

@@ -41,7 +41,7 @@ function model(input: Buffer, maxLineBytes = Number.POSITIVE_INFINITY): Outcome 
     } catch {
       return { ...outcome, error: { name: 'InvalidUtf8Error', lineNumber } };
     }
-    if (text.trim() !== '') outcome.lines.push({ lineNumber, text });
+    if (!/^[ \t\r]*$/.test(text)) outcome.lines.push({ lineNumber, text });
   }
   return outcome;
 }
