@@ -88,6 +88,8 @@ function fieldValue(kind: string, name: string, read: FieldRead, o: Required<Arb
       return text(OPERATION_ID_POOL);
     case 'reservation_id':
       return text(RESERVATION_ID_POOL);
+    case 'delivery_id':
+      return text(['delivery-1', 'delivery-2']);
     case 'signal_id':
       return text(SIGNAL_ID_POOL);
     case 'disposition':
