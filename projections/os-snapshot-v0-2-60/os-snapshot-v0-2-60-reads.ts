@@ -26,6 +26,14 @@ import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from '../os-snapshot/os-snaps
  * - `null` reads as missing, for every field (Rust would refuse a `null` list).
  *
  * `signal_disposed` (the seed's signals) is not read: at v0.2.60 it changes nothing.
+ *
+ * @example
+ * ```ts
+ * readEvent(OS_SNAPSHOT_V0_2_60_READS, { kind: 'budget_exceeded', turn: 3, operation_id: 'op-1', budget: 'tokens' });
+ * // { problem: null, fields: { turn: 3, operation_id: 'op-1', reservation_id: null, budget: 'tokens' } }
+ * readEvent(OS_SNAPSHOT_V0_2_60_READS, { kind: 'budget_exceeded', turn: 3, budget: 'tokens' }).problem;
+ * // 'field "operation_id": missing or null'
+ * ```
  */
 export const OS_SNAPSHOT_V0_2_60_READS = defineEventReads({
   suspended: OS_SNAPSHOT_READS.suspended,
@@ -52,5 +60,12 @@ export const OS_SNAPSHOT_V0_2_60_READS = defineEventReads({
   },
 });
 
-/** The seven counters, unchanged at v0.2.60: each counts the events of its kind, whatever their fields. */
+/**
+ * The seven counters, unchanged at v0.2.60: each counts the events of its kind, whatever their fields.
+ *
+ * @example
+ * ```ts
+ * OS_SNAPSHOT_V0_2_60_COUNTERS.memory_written_count; // 'memory_written'
+ * ```
+ */
 export const OS_SNAPSHOT_V0_2_60_COUNTERS = OS_SNAPSHOT_COUNTERS;

@@ -3,16 +3,15 @@ import { type Kysely, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { osSnapshotV0260Projection } from '../../projections/os-snapshot-v0-2-60/index.js';
 import type { DB } from '../../src/db/schema.js';
-import type { JsonObject, JsonValue } from '../../src/json/json-value.js';
-import { parseJson } from '../../src/json/parse-json.js';
+import type { JsonValue } from '../../src/json/json-value.js';
 import { stringifyJson } from '../../src/json/stringify-json.js';
-import { foldEvents } from '../../src/projector/fold-events.js';
 import { Projector, type ProjectorOptions } from '../../src/projector/projector.js';
 import { EventStore } from '../../src/store/event-store.js';
 import type { WireEvent } from '../support/arbitrary-events.js';
 import { arbitraryV0260Log } from '../support/arbitrary-v0-2-60-events.js';
 import { installProjection } from '../support/install-projection.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { foldedV0260Session, sqlV0260Session } from '../support/v0-2-60-stored-session.js';
 import { asRustReadsIt, V0260_GOLDEN_CASES, v0260Fixture } from '../support/v0-2-60-fixtures.js';
 
 const testDb = useTestDatabase();
@@ -20,30 +19,6 @@ beforeAll(() => installProjection(testDb.db, osSnapshotV0260Projection));
 
 function projector(options: ProjectorOptions = {}): Projector {
   return new Projector(testDb.db, osSnapshotV0260Projection, { pollIntervalMs: 50, leaseTtlMs: 2000, ...options });
-}
-
-/** What SQL holds of a session: its snapshot (compact JSON text), its last folded seq, where it stopped. */
-async function sqlSession(sessionId: string) {
-  const { rows } = await sql<{ snapshot: string | null; last_seq: number | null; stop_seq: number | null; problem: string | null }>`
-    SELECT j.snapshot::text AS snapshot, s.last_seq, b.seq AS stop_seq, b.problem
-    FROM (SELECT ${sessionId}::text AS session_id) AS k
-    LEFT JOIN os_v0_2_60_snapshots AS s USING (session_id)
-    LEFT JOIN os_snapshot_v0_2_60_json AS j USING (session_id)
-    LEFT JOIN projection_blocked_sessions AS b ON b.session_id = k.session_id AND b.projection = ${osSnapshotV0260Projection.name}`.execute(testDb.db);
-  const row = rows[0]!;
-  return {
-    snapshot: row.snapshot === null ? null : stringifyJson(parseJson(row.snapshot)),
-    lastSeq: row.last_seq,
-    stoppedAt: row.stop_seq === null ? null : { index: row.stop_seq, problem: row.problem },
-  };
-}
-
-/** The in-memory fold of the session's stored log, as `verify` folds it: the same three things. */
-async function foldedSession(sessionId: string) {
-  const events: JsonObject[] = [];
-  for await (const stored of new EventStore(testDb.db).readSessionText(sessionId)) events.push(parseJson(stored.text) as JsonObject);
-  const { state, stoppedAt, consumed } = foldEvents(osSnapshotV0260Projection, events);
-  return { snapshot: stringifyJson(osSnapshotV0260Projection.toJson(state)), lastSeq: consumed - 1, stoppedAt };
 }
 
 let run = 0;
@@ -55,7 +30,7 @@ describe('the v0.2.60 snapshot in SQL', () => {
     const sessionId = `golden ${name}`;
     await new EventStore(testDb.db).append(sessionId, v0260Fixture(eventsFile) as JsonValue[]);
     await projector().catchUp();
-    expect(await sqlSession(sessionId)).toEqual({ snapshot: stringifyJson(asRustReadsIt(v0260Fixture(snapshotFile))), lastSeq: expect.any(Number), stoppedAt: null });
+    expect(await sqlV0260Session(testDb.db, sessionId)).toEqual({ snapshot: stringifyJson(asRustReadsIt(v0260Fixture(snapshotFile))), lastSeq: expect.any(Number), stoppedAt: null });
   });
 
   it('equals the in-memory fold on random logs: every kind, unreadable events, batch sizes and interleavings', async () => {
@@ -84,8 +59,8 @@ describe('the v0.2.60 snapshot in SQL', () => {
 
           for (const [i, sessionId] of ids.entries()) {
             if (logs[i]!.length === 0) continue;
-            const folded = await foldedSession(sessionId);
-            expect(await sqlSession(sessionId), sessionId).toEqual(folded);
+            const folded = await foldedV0260Session(testDb.db, sessionId);
+            expect(await sqlV0260Session(testDb.db, sessionId), sessionId).toEqual(folded);
             count(logs[i]!, folded.stoppedAt?.index);
           }
         },
@@ -102,7 +77,7 @@ describe('the v0.2.60 snapshot in SQL', () => {
     const usage = (tokens: bigint) => ({ kind: 'budget_usage_reported', turn: 1, operation_id: 'op-big', reservation_id: 'r', tokens, subagents: 1, rounds: 2 });
     await new EventStore(testDb.db).append('big tokens', [usage(2n ** 64n - 1n), usage(2n ** 63n), { kind: 'budget_exceeded', turn: 2, operation_id: 'op-big', budget: 'tokens' }]);
     await projector().catchUp();
-    expect((await sqlSession('big tokens')).snapshot).toContain('"tokens":18446744073709551615,');
+    expect((await sqlV0260Session(testDb.db, 'big tokens')).snapshot).toContain('"tokens":18446744073709551615,');
     const { rows } = await sql<{ tokens: string; usage_reports: number; budgets_exceeded: number }>`
       SELECT tokens::text, usage_reports, budgets_exceeded FROM os_v0_2_60_operations WHERE session_id = 'big tokens'`.execute(testDb.db);
     expect(rows).toEqual([{ tokens: String(2n ** 64n - 1n + 2n ** 63n), usage_reports: 2, budgets_exceeded: 1 }]);
