@@ -203,7 +203,7 @@ export function arbitraryV0260Event(options: ArbitraryV0260Options = {}): fc.Arb
     { arbitrary: readable, weight: 30 },
     { arbitrary: otherEvent(), weight: 10 },
   ];
-  if (o.unreadable) variants.push({ arbitrary: fc.oneof(...kinds.map((kind) => unreadableEvent(kind, o))), weight: 1 });
+  if (o.unreadable) variants.push({ arbitrary: fc.oneof(...kinds.map((kind) => unreadableEvent(kind, o))), weight: 2 });
   return fc.oneof(...variants);
 }
 

@@ -40,16 +40,18 @@ export async function sqlV0260Session(db: Kysely<DB>, sessionId: string): Promis
 
 /**
  * The in-memory fold of the session's stored log (each event `parseJson` of its stored text, as
- * `verify` reads it), as the same three things.
+ * `verify` reads it), as the same three things; with `skipInvalid`, unreadable events set aside
+ * (as the projector's `--skip-invalid`).
  *
  * @example
  * ```ts
  * const { snapshot, stoppedAt } = await foldedV0260Session(db, 's1');
  * ```
  */
-export async function foldedV0260Session(db: Kysely<DB>, sessionId: string): Promise<V0260Session> {
+export async function foldedV0260Session(db: Kysely<DB>, sessionId: string, options: { skipInvalid?: boolean } = {}): Promise<V0260Session> {
   const events: JsonObject[] = [];
   for await (const stored of new EventStore(db).readSessionText(sessionId)) events.push(parseJson(stored.text) as JsonObject);
-  const { state, stoppedAt, consumed } = foldEvents(osSnapshotV0260Projection, events);
+  const skip = () => options.skipInvalid ?? false;
+  const { state, stoppedAt, consumed } = foldEvents(osSnapshotV0260Projection, events, undefined, { skip });
   return { snapshot: stringifyJson(osSnapshotV0260Projection.toJson(state)), lastSeq: consumed - 1, stoppedAt };
 }
