@@ -9,10 +9,11 @@
  *      with the SDK's classes passes swapped, or test/sdk/known-differences.json says why not;
  *   c. every append of the swapped runs is stored exactly; the projector folds them,
  *      `verify --all` is clean, and each session's SQL snapshot equals the seed SDK's
- *      `rebuildOsSnapshotFromSessionEvents` of its stored events;
+ *      `rebuildOsSnapshotFromSessionEvents` of its stored events, and its v0.2.60 snapshot
+ *      (`os_snapshot_v0_2_60`, projected too) the in-memory fold and the v0.2.60 SDK's own;
  *   d. the v0.2.60 runtime with a scripted model on FileSessionLog and on PostgresSessionLog
  *      gives the same events and statuses; the files imported with `os-audit import` project
- *      to the seed's rebuild too.
+ *      to the seed's rebuild (and the v0.2.60 SDK's) too.
  *
  * Run: `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx scripts/sdk/run-sdk-conformance.ts`
  * (after `bash scripts/sdk/prepare-sdk.sh`; it builds os-audit itself). Prints a summary; exits 1
@@ -24,9 +25,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createScratchDatabase, type ScratchDatabase } from '../../test/support/scratch-database.js';
+import type { SdkV0260Fold } from '../../test/support/v0-2-60-sdk-fold.js';
 import { type JestReport, type Outcomes, repoRoot, runSdkJest, type SdkVersion, sdkCopy, type Swap } from './sdk-jest.js';
 import { compareRuns, countEvents, loadSdk, runOnFiles, runOnPostgres } from './scripted-runs.js';
-import { checkRecordedAppends, compareWithSeed, loadSeedRebuild, projectAndVerify, type SeedRebuild } from './stored-sessions.js';
+import {
+  checkRecordedAppends,
+  compareV0260WithSdk,
+  compareWithSeed,
+  loadSeedRebuild,
+  loadV0260Rebuild,
+  projectAndVerify,
+  type SeedRebuild,
+} from './stored-sessions.js';
 
 const run = promisify(execFile);
 
@@ -150,10 +160,16 @@ async function runSdkTests(workDir: string, swap: Swap, known: KnownDifferences)
 // ---------------------------------------------------------------------------------------------
 // c and d: what was stored
 
-/** Projects `db`, verifies it, compares it with the seed's rebuild; says it under `label`. */
-async function checkSnapshots(label: string, database: ScratchDatabase, rebuild: SeedRebuild): Promise<void> {
+/** The SDKs' own folds the snapshots are compared with. */
+interface Rebuilds {
+  seed: SeedRebuild;
+  v0260: SdkV0260Fold;
+}
+
+/** Projects `db`, verifies it, compares it with the seed's rebuild, and its v0.2.60 snapshot with the v0.2.60 SDK's; says it under `label`. */
+async function checkSnapshots(label: string, database: ScratchDatabase, rebuilds: Rebuilds): Promise<void> {
   const projection = await projectAndVerify(database.db);
-  const seed = await compareWithSeed(database.db, rebuild);
+  const seed = await compareWithSeed(database.db, rebuilds.seed);
   for (const mismatch of projection.mismatches) fail(`${label}: verify: ${mismatch}`);
   if (projection.pending > 0) fail(`${label}: ${projection.pending} sessions not projected`);
   for (const difference of seed.differences) fail(`${label}: seed rebuild: ${difference}`);
@@ -162,9 +178,17 @@ async function checkSnapshots(label: string, database: ScratchDatabase, rebuild:
       `seed rebuild: ${seed.equalWhole} sessions equal on the whole log, ${seed.equalPrefix} on the prefix before an unreadable event, ${seed.differences.length} differ`,
   );
   for (const stop of seed.stops) say(`     stopped: ${stop}`);
+  const latest = await compareV0260WithSdk(database.db, rebuilds.v0260);
+  for (const difference of latest.differences) fail(`${label}: os_snapshot_v0_2_60: ${difference}`);
+  say(
+    `   ${label}: os_snapshot_v0_2_60 projected ${latest.eventsProjected} events; equal to its in-memory fold and to the v0.2.60 SDK's rebuild: ` +
+      `${latest.equalWhole} sessions on the whole log, ${latest.equalPrefix} on the prefix before an unreadable event; ${latest.differences.length} differ ` +
+      `(rows: ${latest.rows})`,
+  );
+  for (const stop of latest.stops) say(`     stopped: ${stop}`);
 }
 
-async function checkSuiteDatabase(database: ScratchDatabase, recordDir: string, rebuild: SeedRebuild): Promise<void> {
+async function checkSuiteDatabase(database: ScratchDatabase, recordDir: string, rebuilds: Rebuilds): Promise<void> {
   const stored = await checkRecordedAppends(database.db, recordDir);
   for (const refused of stored.refused) fail(`an append was refused: ${refused.session}: ${refused.error} (${refused.text})`);
   for (const difference of stored.differences) fail(`stored events: ${difference}`);
@@ -172,7 +196,7 @@ async function checkSuiteDatabase(database: ScratchDatabase, recordDir: string, 
     `c. the swapped runs appended ${stored.appends} events to ${stored.sessions} sessions: ${stored.storedExactly} stored exactly, ` +
       `${stored.refused.length} refused, ${stored.differences.length} differences`,
   );
-  await checkSnapshots('the swapped runs', database, rebuild);
+  await checkSnapshots('the swapped runs', database, rebuilds);
 }
 
 /** Runs the CLI of the built package. */
@@ -181,7 +205,7 @@ async function osAudit(packageDir: string, databaseUrl: string, ...args: string[
   return stdout.trim();
 }
 
-async function runScripted(workDir: string, packageDir: string, adminUrl: string, rebuild: SeedRebuild, databases: ScratchDatabase[]): Promise<void> {
+async function runScripted(workDir: string, packageDir: string, adminUrl: string, rebuilds: Rebuilds, databases: ScratchDatabase[]): Promise<void> {
   const sdk = await loadSdk();
   const filesDir = path.join(workDir, 'scripted-files');
   const onFiles = await runOnFiles(sdk, filesDir);
@@ -194,12 +218,12 @@ async function runScripted(workDir: string, packageDir: string, adminUrl: string
     `d. scripted v0.2.60 runs: ${onFiles.statuses.size} scenarios, ${onFiles.sessions.size} sessions, ${countEvents(onFiles)} events on files, ` +
       `${countEvents(onPostgres)} on PostgreSQL; ${differences.length} differences (events and statuses, run_id aside)`,
   );
-  await checkSnapshots('the scripted runs on PostgreSQL', postgres, rebuild);
+  await checkSnapshots('the scripted runs on PostgreSQL', postgres, rebuilds);
 
   const imported = await createScratchDatabase(adminUrl);
   databases.push(imported);
   say(`   os-audit import of the files: ${await osAudit(packageDir, imported.url, 'import', filesDir)}`);
-  await checkSnapshots('the imported files', imported, rebuild);
+  await checkSnapshots('the imported files', imported, rebuilds);
   const verified = await osAudit(packageDir, imported.url, 'verify', '--all').catch((error: { stdout?: string; message: string }) => {
     fail(`os-audit verify --all of the imported files failed: ${error.stdout ?? error.message}`);
     return '';
@@ -222,16 +246,16 @@ async function main(): Promise<void> {
     const suite = await createScratchDatabase(adminUrl);
     databases.push(suite);
     const swap: Swap = { workDir, databaseUrl: suite.url, recordDir, packageDir };
-    const rebuild = await loadSeedRebuild();
+    const rebuilds: Rebuilds = { seed: await loadSeedRebuild(), v0260: await loadV0260Rebuild() };
 
     let partStarted = performance.now();
     await runSdkTests(workDir, swap, known);
     say(`   (a and b: ${seconds(partStarted)})`);
     partStarted = performance.now();
-    await checkSuiteDatabase(suite, recordDir, rebuild);
+    await checkSuiteDatabase(suite, recordDir, rebuilds);
     say(`   (c: ${seconds(partStarted)})`);
     partStarted = performance.now();
-    await runScripted(workDir, packageDir, adminUrl, rebuild, databases);
+    await runScripted(workDir, packageDir, adminUrl, rebuilds, databases);
     say(`   (d: ${seconds(partStarted)})`);
   } finally {
     await Promise.all(databases.map((database) => database.drop()));

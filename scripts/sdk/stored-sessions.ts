@@ -1,20 +1,26 @@
 /**
  * What the runner proves about a database the SDK wrote to: every append stored exactly, the
- * projector's SQL snapshots verified against the spec's fold, and each session's snapshot equal
- * to the seed SDK's own `rebuildOsSnapshotFromSessionEvents` of the stored events.
+ * projector's SQL snapshots verified against the spec's fold, each session's snapshot equal
+ * to the seed SDK's own `rebuildOsSnapshotFromSessionEvents` of the stored events, and its
+ * runtime's v0.2.60 snapshot (`os_snapshot_v0_2_60`) equal to the v0.2.60 SDK's.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../src/db/schema.js';
+import { stringifyJson } from '../../src/json/stringify-json.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { Projector } from '../../src/projector/projector.js';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
 import { readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import type { OsSnapshot } from '../../projections/os-snapshot/os-snapshot.js';
+import { osSnapshotV0260Projection } from '../../projections/os-snapshot-v0-2-60/index.js';
+import { installProjection } from '../../test/support/install-projection.js';
+import { loadSdkV0260Fold, type SdkV0260Fold, sdkV0260SnapshotAsJson } from '../../test/support/v0-2-60-sdk-fold.js';
+import { foldedV0260Session, sqlV0260Session } from '../../test/support/v0-2-60-stored-session.js';
 import type { RecordedAppend } from './jest/postgres-logs.js';
 import { sdkCopy } from './sdk-jest.js';
 
@@ -152,9 +158,9 @@ function asSpecSnapshot(seed: SeedOsSnapshot): OsSnapshot {
 }
 
 export interface SeedComparisonReport {
-  /** Sessions whose snapshot folds the whole log, equal to the seed's rebuild of it. */
+  /** Sessions whose snapshot folds the whole log, equal to the SDK's rebuild of it. */
   equalWhole: number;
-  /** Sessions stopped at an event the snapshot cannot read, equal to the seed's rebuild of the events before it. */
+  /** Sessions stopped at an event the snapshot cannot read, equal to the SDK's rebuild of the events before it. */
   equalPrefix: number;
   /** Where each stopped session stopped, and why. */
   stops: string[];
@@ -198,4 +204,72 @@ export async function compareWithSeed(db: Kysely<DB>, rebuild: SeedRebuild): Pro
 /** The snapshot as plain JSON values (a read snapshot may share frozen parts). */
 function toPlain(snapshot: OsSnapshot): unknown {
   return JSON.parse(JSON.stringify(snapshot));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime's v0.2.60 snapshot and the v0.2.60 SDK's own fold
+
+/**
+ * The v0.2.60 SDK's `rebuildOsSnapshotFromSessionEvents` (from .sdk/0.2.60, its TypeScript source).
+ *
+ * @example
+ * ```ts
+ * const report = await compareV0260WithSdk(db, await loadV0260Rebuild());
+ * ```
+ */
+export function loadV0260Rebuild(): Promise<SdkV0260Fold> {
+  return loadSdkV0260Fold(path.join(sdkCopy('0.2.60').nodeDir, 'src', 'runtime', 'os-snapshot.ts'));
+}
+
+/**
+ * Folds every stored event into `os_snapshot_v0_2_60` (its tables made first) with a projector,
+ * then compares each session's SQL snapshot with the in-memory fold of its stored log (where it
+ * stops and why included, as `verify` would) and with the v0.2.60 SDK's rebuild of its stored
+ * events (as the SDK reads them back: `JSON.parse` of each), written as the Rust fold's JSON
+ * (`sdkV0260SnapshotAsJson`). A stopped session is compared with the SDK on the events before
+ * the stop, as with the seed.
+ *
+ * @example
+ * ```ts
+ * const { equalWhole, differences, rows } = await compareV0260WithSdk(database.db, await loadV0260Rebuild());
+ * ```
+ */
+export async function compareV0260WithSdk(db: Kysely<DB>, rebuild: SdkV0260Fold): Promise<SeedComparisonReport & { eventsProjected: number; rows: string }> {
+  await installProjection(db, osSnapshotV0260Projection);
+  const caughtUp = await new Projector(db, osSnapshotV0260Projection).catchUp();
+  const store = new EventStore(db);
+  const report = { eventsProjected: caughtUp.eventsApplied, rows: await rowCounts(db), equalWhole: 0, equalPrefix: 0, stops: [] as string[], differences: [] as string[] };
+  const sessions = await db.selectFrom('sessions').select('session_id').orderBy('session_id').execute();
+  for (const { session_id: sessionId } of sessions) {
+    const stored = await sqlV0260Session(db, sessionId);
+    const folded = await foldedV0260Session(db, sessionId);
+    if (!isDeepStrictEqual(stored, folded)) {
+      report.differences.push(`${sessionId}: sql ${JSON.stringify(stored)}, in-memory fold ${JSON.stringify(folded)}`);
+      continue;
+    }
+    const events: unknown[] = [];
+    for await (const event of store.readSessionText(sessionId)) {
+      if (event.seq > stored.lastSeq!) break;
+      events.push(JSON.parse(event.text));
+    }
+    const sdk = stringifyJson(sdkV0260SnapshotAsJson(rebuild(events)));
+    if (sdk !== stored.snapshot) {
+      report.differences.push(`${sessionId} (through seq ${stored.lastSeq}): sql ${stored.snapshot}, v0.2.60 SDK ${sdk}`);
+    } else if (stored.stoppedAt === null) {
+      report.equalWhole += 1;
+    } else {
+      report.equalPrefix += 1;
+      report.stops.push(`${sessionId} stopped at seq ${stored.stoppedAt.index}: ${stored.stoppedAt.problem}`);
+    }
+  }
+  return report;
+}
+
+/** How many rows each of the projection's tables but its heads holds, said in words: what the comparison met. */
+async function rowCounts(db: Kysely<DB>): Promise<string> {
+  const tables = osSnapshotV0260Projection.tables.filter((table) => table !== osSnapshotV0260Projection.sessionHeads);
+  const counts = await Promise.all(
+    tables.map(async (table) => `${(await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(db)).rows[0]!.n} ${table}`),
+  );
+  return counts.join(', ');
 }

@@ -1,0 +1,42 @@
+import type { JsonObject } from '../../src/json/json-value.js';
+import type { OsSnapshotV0260 } from './os-snapshot-v0-2-60.js';
+
+/**
+ * The snapshot as the Rust fold's JSON (serde, the struct's field order): `last_suspend`,
+ * `last_resumed_turn`, `process_by_agent`, `budget_exceeded`, `budget_usage_reported`,
+ * `cancellations`, `signals`, then the seven counters; every key present, `null` for an absent
+ * suspend, resume or `reservation_id` of a `budget_exceeded` record (serde writes an `Option`
+ * without `skip_serializing_if` as `null`), `tokens` an exact integer (`bigint` above 2^53, which
+ * `stringifyJson` writes digit for digit): the projection's `toJson`, and what the view
+ * `os_snapshot_v0_2_60_json` holds.
+ *
+ * The lists are copied (the fold goes on changing its own); their records, which the fold builds
+ * in the Rust order and never changes, are shared.
+ *
+ * @example
+ * ```ts
+ * stringifyJson(osSnapshotV0260Json(emptyOsSnapshotV0260()));
+ * // '{"last_suspend":null,"last_resumed_turn":null,"process_by_agent":[],"budget_exceeded":[],
+ * //   "budget_usage_reported":[],"cancellations":[],"signals":[],"page_out_count":0, … }'  (one line)
+ * ```
+ */
+export function osSnapshotV0260Json(snapshot: OsSnapshotV0260): JsonObject {
+  const json = {
+    last_suspend: snapshot.last_suspend,
+    last_resumed_turn: snapshot.last_resumed_turn,
+    process_by_agent: snapshot.process_by_agent.slice(),
+    budget_exceeded: snapshot.budget_exceeded.slice(),
+    budget_usage_reported: snapshot.budget_usage_reported.slice(),
+    cancellations: snapshot.cancellations.slice(),
+    signals: snapshot.signals.slice(),
+    page_out_count: snapshot.page_out_count,
+    page_in_count: snapshot.page_in_count,
+    tool_gated_count: snapshot.tool_gated_count,
+    memory_written_count: snapshot.memory_written_count,
+    memory_queried_count: snapshot.memory_queried_count,
+    memory_validation_failed_count: snapshot.memory_validation_failed_count,
+    memory_retrieval_result_count: snapshot.memory_retrieval_result_count,
+  } satisfies Record<keyof OsSnapshotV0260, unknown>;
+  // Interfaces have no index signature: the records are JSON all the same.
+  return json as unknown as JsonObject;
+}
