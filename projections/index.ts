@@ -1,5 +1,6 @@
 import type { Projection } from '../src/projector/projection.js';
 import { osSnapshotProjection } from './os-snapshot/os-snapshot-projection.js';
+import { osSnapshotV0260Projection } from './os-snapshot-v0-2-60/os-snapshot-v0-2-60-projection.js';
 
 /**
  * The projections os-audit ships, in order: the CLI migrates and runs them all unless
@@ -13,4 +14,4 @@ import { osSnapshotProjection } from './os-snapshot/os-snapshot-projection.js';
  * export default [...builtInProjections, toolCallsProjection];
  * ```
  */
-export const builtInProjections: readonly Projection[] = [osSnapshotProjection];
+export const builtInProjections: readonly Projection[] = [osSnapshotProjection, osSnapshotV0260Projection];

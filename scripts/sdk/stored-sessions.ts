@@ -18,7 +18,6 @@ import { readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snaps
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import type { OsSnapshot } from '../../projections/os-snapshot/os-snapshot.js';
 import { osSnapshotV0260Projection } from '../../projections/os-snapshot-v0-2-60/index.js';
-import { installProjection } from '../../test/support/install-projection.js';
 import { loadSdkV0260Fold, type SdkV0260Fold, sdkV0260SnapshotAsJson } from '../../test/support/v0-2-60-sdk-fold.js';
 import { foldedV0260Session, sqlV0260Session } from '../../test/support/v0-2-60-stored-session.js';
 import type { RecordedAppend } from './jest/postgres-logs.js';
@@ -222,7 +221,7 @@ export function loadV0260Rebuild(): Promise<SdkV0260Fold> {
 }
 
 /**
- * Folds every stored event into `os_snapshot_v0_2_60` (its tables made first) with a projector,
+ * Folds every stored event into `os_snapshot_v0_2_60` with a projector,
  * then compares each session's SQL snapshot with the in-memory fold of its stored log (where it
  * stops and why included, as `verify` would) and with the v0.2.60 SDK's rebuild of its stored
  * events (as the SDK reads them back: `JSON.parse` of each), written as the Rust fold's JSON
@@ -235,7 +234,6 @@ export function loadV0260Rebuild(): Promise<SdkV0260Fold> {
  * ```
  */
 export async function compareV0260WithSdk(db: Kysely<DB>, rebuild: SdkV0260Fold): Promise<SeedComparisonReport & { eventsProjected: number; rows: string }> {
-  await installProjection(db, osSnapshotV0260Projection);
   const caughtUp = await new Projector(db, osSnapshotV0260Projection).catchUp();
   const store = new EventStore(db);
   const report = { eventsProjected: caughtUp.eventsApplied, rows: await rowCounts(db), equalWhole: 0, equalPrefix: 0, stops: [] as string[], differences: [] as string[] };

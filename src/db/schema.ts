@@ -11,6 +11,8 @@ export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
   ? ColumnType<S, I | undefined, U>
   : ColumnType<T, T | undefined, T>;
 
+export type Numeric = ColumnType<string, number | string, number | string>;
+
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
 export interface KernelJournalCheckpoints {
@@ -182,6 +184,11 @@ export interface OsSnapshots {
   updated_at: Generated<Timestamp>;
 }
 
+export interface OsSnapshotV0260Json {
+  session_id: string | null;
+  snapshot: Exact.Json | null;
+}
+
 export interface OsSuspendedSessions {
   pending_calls: string[] | null;
   reason: string | null;
@@ -189,6 +196,105 @@ export interface OsSuspendedSessions {
   suspend_seq: Exact.Int8 | null;
   suspend_turn: Exact.Int8 | null;
   suspended_at: Timestamp | null;
+}
+
+export interface OsV0260BudgetExceeded {
+  budget: string;
+  operation_id: string;
+  reservation_id: string | null;
+  seq: Exact.Int8;
+  session_id: string;
+  turn: Exact.Int8;
+}
+
+export interface OsV0260BudgetUsage {
+  operation_id: string;
+  reservation_id: string;
+  rounds: Exact.Int8;
+  seq: Exact.Int8;
+  session_id: string;
+  subagents: Exact.Int8;
+  tokens: Numeric;
+  turn: Exact.Int8;
+}
+
+export interface OsV0260Cancellations {
+  operation_id: string;
+  pending_call_ids: string[];
+  reason: string;
+  seq: Exact.Int8;
+  session_id: string;
+  turn: Exact.Int8;
+}
+
+export interface OsV0260Operations {
+  budgets_exceeded: Exact.Int8 | null;
+  cancelled_reason: string | null;
+  cancelled_turn: Exact.Int8 | null;
+  operation_id: string | null;
+  rounds: Numeric | null;
+  session_id: string | null;
+  signals: Exact.Int8 | null;
+  subagents: Numeric | null;
+  tokens: Numeric | null;
+  usage_reports: Exact.Int8 | null;
+}
+
+export interface OsV0260Processes {
+  agent_id: string;
+  context_inheritance: string | null;
+  first_seq: Exact.Int8;
+  isolation: string | null;
+  last_seq: Exact.Int8;
+  parent_session_id: string | null;
+  parent_task_id: string | null;
+  permitted_capability_ids: string[] | null;
+  result_termination: string | null;
+  role: string | null;
+  session_id: string;
+  state: string;
+  turn: Exact.Int8;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface OsV0260SignalDispositions {
+  disposition: string | null;
+  max_attempt: Exact.Int8 | null;
+  max_queue_depth: Exact.Int8 | null;
+  sessions: Exact.Int8 | null;
+  signals: Exact.Int8 | null;
+}
+
+export interface OsV0260Signals {
+  attempt: Exact.Int8;
+  delivery_id: string;
+  disposition: string;
+  operation_id: string;
+  queue_depth: Exact.Int8;
+  seq: Exact.Int8;
+  session_id: string;
+  signal_id: string;
+  turn: Exact.Int8;
+}
+
+export interface OsV0260Snapshots {
+  last_resumed_seq: Exact.Int8 | null;
+  last_resumed_turn: Exact.Int8 | null;
+  last_seq: Exact.Int8;
+  last_suspend_pending_calls: string[] | null;
+  last_suspend_reason: string | null;
+  last_suspend_seq: Exact.Int8 | null;
+  last_suspend_turn: Exact.Int8 | null;
+  last_suspended_at: Timestamp | null;
+  memory_queried_count: Generated<Exact.Int8>;
+  memory_retrieval_result_count: Generated<Exact.Int8>;
+  memory_validation_failed_count: Generated<Exact.Int8>;
+  memory_written_count: Generated<Exact.Int8>;
+  page_in_count: Generated<Exact.Int8>;
+  page_out_count: Generated<Exact.Int8>;
+  session_id: string;
+  tool_gated_count: Generated<Exact.Int8>;
+  updated_at: Generated<Timestamp>;
 }
 
 export interface ProjectionBlockedSessions {
@@ -271,8 +377,17 @@ export interface DB {
   os_signal_dispositions: OsSignalDispositions;
   os_signals: OsSignals;
   os_snapshot_json: OsSnapshotJson;
+  os_snapshot_v0_2_60_json: OsSnapshotV0260Json;
   os_snapshots: OsSnapshots;
   os_suspended_sessions: OsSuspendedSessions;
+  os_v0_2_60_budget_exceeded: OsV0260BudgetExceeded;
+  os_v0_2_60_budget_usage: OsV0260BudgetUsage;
+  os_v0_2_60_cancellations: OsV0260Cancellations;
+  os_v0_2_60_operations: OsV0260Operations;
+  os_v0_2_60_processes: OsV0260Processes;
+  os_v0_2_60_signal_dispositions: OsV0260SignalDispositions;
+  os_v0_2_60_signals: OsV0260Signals;
+  os_v0_2_60_snapshots: OsV0260Snapshots;
   projection_blocked_sessions: ProjectionBlockedSessions;
   projection_checkpoints: ProjectionCheckpoints;
   projection_errors: ProjectionErrors;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { type Kysely, sql } from 'kysely';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { osSnapshotV0260Projection } from '../../projections/os-snapshot-v0-2-60/index.js';
 import type { DB } from '../../src/db/schema.js';
 import type { JsonObject, JsonValue } from '../../src/json/json-value.js';
@@ -12,13 +12,11 @@ import { rebuildProjection } from '../../src/projector/rebuild-projection.js';
 import { EventStore } from '../../src/store/event-store.js';
 import type { WireEvent } from '../support/arbitrary-events.js';
 import { arbitraryV0260Log } from '../support/arbitrary-v0-2-60-events.js';
-import { installProjection } from '../support/install-projection.js';
 import { useTestDatabase } from '../support/test-database.js';
 import { foldedV0260Session, sqlV0260Session } from '../support/v0-2-60-stored-session.js';
 import { asRustReadsIt, V0260_GOLDEN_CASES, v0260Fixture } from '../support/v0-2-60-fixtures.js';
 
 const testDb = useTestDatabase();
-beforeAll(() => installProjection(testDb.db, osSnapshotV0260Projection));
 
 function projector(options: ProjectorOptions = {}): Projector {
   return new Projector(testDb.db, osSnapshotV0260Projection, { pollIntervalMs: 50, leaseTtlMs: 2000, ...options });
