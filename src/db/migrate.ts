@@ -48,8 +48,16 @@ export async function migrateToLatest(db: Kysely<any>, projections: readonly Pro
   return results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-/** The engine's migrations, then each projection's, named `PROJECTION/KEY`. */
-function allMigrations(projections: readonly Projection[]): Record<string, Migration> {
+/**
+ * The engine's migrations, then each projection's, named `PROJECTION/KEY`: what
+ * {@link migrateToLatest} applies.
+ *
+ * @example
+ * ```ts
+ * Object.keys(allMigrations(builtInProjections)); // ['0001-event-store', …, 'os_snapshot_v0_2_60/0001-tables', …]
+ * ```
+ */
+export function allMigrations(projections: readonly Projection[]): Record<string, Migration> {
   const all: Record<string, Migration> = { ...migrations };
   for (const projection of projections) {
     for (const [key, migration] of Object.entries(projection.migrations)) all[`${projection.name}/${key}`] = migration;

@@ -4,8 +4,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createGroupRolesSql, down as revokeRoles, up as grantRoles } from '../../migrations/0005-roles.js';
 import { down as dropBatchRequirements, up as createBatchRequirements } from '../../migrations/0006-batch-requirements.js';
-import { migrations } from '../../migrations/index.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { builtInProjections } from '../../projections/index.js';
+import { allMigrations, migrateToLatest } from '../../src/db/migrate.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import type { DB } from '../../src/db/schema.js';
 import type { ProjectionStatus } from '../../src/projector/projection-status.js';
@@ -80,7 +80,7 @@ async function expectDenied(db: Kysely<DB>, statement: string): Promise<void> {
   await expect(sql.raw(statement).execute(db), statement).rejects.toMatchObject({ code: '42501', message: expect.stringMatching(/^permission denied/) });
 }
 
-const SNAPSHOT_TABLES = ['os_snapshots', 'os_processes', 'os_signals', 'os_budget_exceeded'];
+const SNAPSHOT_TABLES = builtInProjections.flatMap((projection) => projection.tables);
 const OWN_TABLES = ['session_events', 'sessions', 'projection_checkpoints', 'projection_leases', 'projection_errors'];
 
 async function viewsOf(db: Kysely<DB>): Promise<string[]> {
@@ -129,6 +129,16 @@ describe('least-privilege roles', () => {
       expect(Object.fromEntries(await store.lastSeqs(['w-1', 'w-2', 'w-3']))).toEqual({ 'w-1': 6, 'w-2': 1, 'w-3': 0 });
       // An event the snapshot cannot read: stored, and later a stopped session for the views.
       expect(await store.append('w-stopped', [{ kind: 'resumed' }])).toEqual([0]);
+      // What the v0.2.60 snapshot adds, for its tables and views.
+      const operation = { turn: 1, operation_id: 'op-1' };
+      expect(
+        await store.append('w-v0260', [
+          { kind: 'budget_usage_reported', ...operation, reservation_id: 'r-1', tokens: 1200, subagents: 1, rounds: 2 },
+          { kind: 'budget_exceeded', ...operation, budget: 'tokens' },
+          { kind: 'signal_delivery_disposed', ...operation, delivery_id: 'd-1', attempt: 1, signal_id: 'sig-a', disposition: 'queue', queue_depth: 1 },
+          { kind: 'operation_cancelled', ...operation, reason: 'user', pending_call_ids: [] },
+        ]),
+      ).toEqual([0, 1, 2, 3]);
       expect(await store.transaction((locked) => locked.lastSeq('w-1', { lock: true }))).toBe(6);
     });
 
@@ -169,8 +179,8 @@ describe('least-privilege roles', () => {
   describe('os_audit_projector', () => {
     it('runs the real Projector, and its snapshot equals the fold of each log', async () => {
       const report = await osSnapshotProjector(projectorDb).catchUp();
-      expect(report).toMatchObject({ eventsApplied: 7 + 2 + 1 + 3, stopped: 1 });
-      for (const { sessionId, sql: stored, fold } of await compareWithFold(projectorDb, ['w-1', 'w-2', 'w-3', 'w-import', 'w-stopped'])) {
+      expect(report).toMatchObject({ eventsApplied: 7 + 2 + 1 + 4 + 3, stopped: 1 });
+      for (const { sessionId, sql: stored, fold } of await compareWithFold(projectorDb, ['w-1', 'w-2', 'w-3', 'w-import', 'w-stopped', 'w-v0260'])) {
         expect(stored, sessionId).toEqual(fold);
       }
     });
@@ -195,9 +205,9 @@ describe('least-privilege roles', () => {
       await new EventStore(writerDb).append('w-cli', events(4));
       const cli = (args: string[]) => runCliInProcess(args, { env: { DATABASE_URL: projector.urlFor(testDb.url) } });
       expect(await cli(['project', '--once'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected 4 events in 1 batches/m) });
-      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 6 sessions: 0 differ from their log\n') });
+      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 7 sessions: 0 differ from their log\n') });
       expect(await cli(['rebuild'])).toMatchObject({ code: 0 });
-      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 6 sessions: 0 differ from their log\n') });
+      expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 7 sessions: 0 differ from their log\n') });
       expect(await cli(['status'])).toMatchObject({ code: 0, stdout: expect.stringContaining('behind:     0 events') });
     });
 
@@ -283,7 +293,7 @@ describe('least-privilege roles', () => {
           expect(rows[0]).toEqual({ reads: true, appends: true, projects: true });
         }
         const applied = await Promise.all(fresh.map((scratch) => migrateToLatest(scratch.db)));
-        for (const names of applied) expect(names.at(-1)).toBe(Object.keys(migrations).at(-1));
+        for (const names of applied) expect(names.at(-1)).toBe(Object.keys(allMigrations(builtInProjections)).at(-1));
         for (const scratch of fresh) expect(await migrateToLatest(scratch.db)).toEqual([]);
       } finally {
         await Promise.all(fresh.map((scratch) => scratch.drop()));
@@ -366,7 +376,7 @@ describe('least-privilege roles', () => {
         });
         const asReader = openDatabase({ connectionString: reader.urlFor(url), maxConnections: 1 });
         try {
-          expect(await asReader.selectFrom('os_projection_lag').select('lag_events').execute()).toEqual([{ lag_events: 0 }]);
+          expect(await asReader.selectFrom('os_projection_lag').select('lag_events').execute()).toEqual(builtInProjections.map(() => ({ lag_events: 0 })));
         } finally {
           await asReader.destroy();
         }

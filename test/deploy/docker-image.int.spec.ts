@@ -5,6 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { migrations } from '../../migrations/index.js';
+import { builtInProjections } from '../../projections/index.js';
+import { allMigrations } from '../../src/db/migrate.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { exampleEvent } from '../support/example-events.js';
 import { useTempDir } from '../support/log-files.js';
@@ -60,7 +62,7 @@ describe('the Docker image, built without Docker', () => {
     const fresh = await createTestDatabase({ migrate: false });
     try {
       const env = { DATABASE_URL: fresh.url };
-      expect((await runImage(['migrate'], env)).stdout).toContain(`applied ${Object.keys(migrations).join(', ')}\n`);
+      expect((await runImage(['migrate'], env)).stdout).toContain(`applied ${Object.keys(allMigrations(builtInProjections)).join(', ')}\n`);
       await new EventStore(fresh.db).append('image-1', [exampleEvent('tool_gated'), exampleEvent('suspended')]);
       await waitForHorizon(fresh.db);
       expect((await runImage(['project', '--once'], env)).stdout).toMatch(/^os_snapshot: projected 2 events/m);

@@ -158,7 +158,7 @@ describe('os-audit project --metrics-port', () => {
     expect(sampleValue(drained, 'os_audit_leader', projection)).toBe(1);
     // Batches are summed up in the log every five seconds, up to the checkpoint.
     const summaries = await pollUntil('a log summary of the burst', async () => {
-      const projected = a.logs.filter((record) => record.event === 'projected');
+      const projected = a.logs.filter((record) => record.event === 'projected' && record.projection === 'os_snapshot');
       return projected.reduce((sum, record) => sum + (record.events as number), 0) === BURST_EVENTS && projected;
     }, { timeoutMs: 15_000, intervalMs: 100 });
     expect(summaries[0]).toMatchObject({ level: 'info', owner: 'metrics-a', checkpoint: { transactionId: expect.any(String), position: expect.any(Number) } });
@@ -171,7 +171,7 @@ describe('os-audit project --metrics-port', () => {
     const standby = await metricsOf(b);
     expect(sampleValue(standby, 'os_audit_leader', projection)).toBe(0);
     expect(sampleValue(standby, 'os_audit_events_projected_total', projection)).toBe(0);
-    expect(sampleValue(standby, 'os_audit_projector_info', { owner: 'metrics-b' })).toBe(1);
+    expect(sampleValue(standby, 'os_audit_projector_info', { owner: 'metrics-b', ...projection })).toBe(1);
     expect(await metric(a, 'os_audit_leader')).toBe(1);
 
     // An event the snapshot cannot read stops its session only: the leader stays ready and counts it.

@@ -26,7 +26,7 @@ async function append(sessionId: string, from: number, count: number): Promise<v
 
 /** What a batch may change: the checkpoint, and the snapshot tables. */
 async function projectedState(db: Kysely<DB>) {
-  const checkpoint = await db.selectFrom('projection_checkpoints').selectAll().executeTakeFirstOrThrow();
+  const checkpoint = await db.selectFrom('projection_checkpoints').selectAll().where('projection', '=', osSnapshotProjection.name).executeTakeFirstOrThrow();
   const sessions = await db.selectFrom('os_snapshots').select(['session_id', 'last_seq']).orderBy('session_id').execute();
   return { checkpoint, sessions };
 }

@@ -28,7 +28,9 @@ import { useTestDatabase } from '../support/test-database.js';
  * order; each appends its own sessions and checks the whole projection at the end.
  */
 const testDb = useTestDatabase();
-const startDaemon = useDaemonProcesses();
+const startProcess = useDaemonProcesses();
+/** Daemons of the seed's projection alone: what is proved here is one projection's lease and batches (many-projections.int.spec.ts runs several). */
+const startDaemon: typeof startProcess = (url, options) => startProcess(url, { ...options, args: ['--projection', 'os_snapshot', ...(options.args ?? [])] });
 
 const events = (count: number, from = 0) => Array.from({ length: count }, (_, i) => sampleEvent(from + i) as JsonValue);
 

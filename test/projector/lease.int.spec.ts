@@ -36,7 +36,7 @@ describe('the lease', () => {
     expect(await batch).toBeInstanceOf(LeaseLostError);
     expect(await rivalBatch).toMatchObject({ windowCount: 2, eventsApplied: 2 });
     await rival.releaseLease();
-    const checkpoint = await testDb.db.selectFrom('projection_checkpoints').select('events_applied').executeTakeFirstOrThrow();
+    const checkpoint = await testDb.db.selectFrom('projection_checkpoints').select('events_applied').where('projection', '=', 'os_snapshot').executeTakeFirstOrThrow();
     expect(checkpoint.events_applied).toBe(2);
     expect(await verifyOsSnapshots(testDb.db, { all: true })).toMatchObject({ mismatches: [], pending: [] });
   });

@@ -1,12 +1,13 @@
 import { type Kysely, Migrator } from 'kysely';
-import { migrations } from '../../migrations/index.js';
+import { builtInProjections } from '../../projections/index.js';
+import { allMigrations } from '../../src/db/migrate.js';
 
 /**
  * Migrates `db` up (or down) to the migration `name`, inclusive: for tests of a migration in
  * the schema of its own time, before later ones changed it.
  */
 export async function migrateTo(db: Kysely<any>, name: string): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => allMigrations(builtInProjections) }, allowUnorderedMigrations: true });
   const { error } = await migrator.migrateTo(name);
   if (error) throw error;
 }

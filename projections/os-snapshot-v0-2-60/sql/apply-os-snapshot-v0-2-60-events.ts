@@ -1,12 +1,13 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { EventBatchSql } from '../../../src/projector/projection.js';
+import { snapshotHeadsSql } from '../../os-snapshot/sql/snapshot-heads-sql.js';
 
 /**
  * The v0.2.60 snapshot's fold as common table expressions over a batch (see
- * `Projection.foldSql`), a few set-based statements whatever its size: each session's counters
- * are added and its last suspend / resume among the events replaces the stored one, processes
- * are upserted by agent (keeping the seq of first appearance), and the four lists get a row per
- * event. The events come read (`OS_SNAPSHOT_V0_2_60_READS`): one typed column per field (a u64
+ * `Projection.foldSql`), a few set-based statements whatever its size: each session's row as the
+ * seed's (`snapshotHeadsSql`: counters added, the last suspend / resume replacing the stored
+ * one), processes upserted by agent (keeping the seq of first appearance), and a row per event
+ * in each of the four lists. The events come read (`OS_SNAPSHOT_V0_2_60_READS`): one typed column per field (a u64
  * `numeric`), missing ones already defaulted.
  *
  * @example
@@ -17,44 +18,7 @@ import type { EventBatchSql } from '../../../src/projector/projection.js';
 export function osSnapshotV0260FoldSql({ events, sessions }: EventBatchSql): RawBuilder<unknown> {
   return sql`
     v0260_records AS MATERIALIZED (SELECT * FROM ${events} AS source),
-    v0260_last_suspend AS (
-      SELECT DISTINCT ON (session_id) session_id, seq, recorded_at, turn, reason, pending_calls FROM v0260_records
-      WHERE kind = 'suspended' ORDER BY session_id, seq DESC
-    ),
-    v0260_last_resume AS (
-      SELECT DISTINCT ON (session_id) session_id, seq, turn FROM v0260_records
-      WHERE kind = 'resumed' ORDER BY session_id, seq DESC
-    ),
-    v0260_snapshot_rows AS (
-      INSERT INTO os_v0_2_60_snapshots AS s (
-        session_id, last_seq, last_suspend_seq, last_suspend_turn, last_suspend_reason, last_suspend_pending_calls,
-        last_suspended_at, last_resumed_seq, last_resumed_turn, page_out_count, page_in_count, tool_gated_count,
-        memory_written_count, memory_queried_count, memory_validation_failed_count, memory_retrieval_result_count, updated_at)
-      SELECT a.session_id, a.last_seq, su.seq, su.turn, su.reason, su.pending_calls, su.recorded_at, re.seq, re.turn,
-        a.page_out_count, a.page_in_count, a.tool_gated_count, a.memory_written_count, a.memory_queried_count,
-        a.memory_validation_failed_count, a.memory_retrieval_result_count, now()
-      FROM ${sessions} AS a
-      LEFT JOIN v0260_last_suspend su ON su.session_id = a.session_id
-      LEFT JOIN v0260_last_resume re ON re.session_id = a.session_id
-      ON CONFLICT (session_id) DO UPDATE SET
-        last_seq = excluded.last_seq,
-        last_suspend_seq = coalesce(excluded.last_suspend_seq, s.last_suspend_seq),
-        last_suspend_turn = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_turn ELSE excluded.last_suspend_turn END,
-        last_suspend_reason = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_reason ELSE excluded.last_suspend_reason END,
-        last_suspend_pending_calls = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_pending_calls ELSE excluded.last_suspend_pending_calls END,
-        last_suspended_at = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspended_at ELSE excluded.last_suspended_at END,
-        last_resumed_seq = coalesce(excluded.last_resumed_seq, s.last_resumed_seq),
-        last_resumed_turn = CASE WHEN excluded.last_resumed_seq IS NULL THEN s.last_resumed_turn ELSE excluded.last_resumed_turn END,
-        page_out_count = s.page_out_count + excluded.page_out_count,
-        page_in_count = s.page_in_count + excluded.page_in_count,
-        tool_gated_count = s.tool_gated_count + excluded.tool_gated_count,
-        memory_written_count = s.memory_written_count + excluded.memory_written_count,
-        memory_queried_count = s.memory_queried_count + excluded.memory_queried_count,
-        memory_validation_failed_count = s.memory_validation_failed_count + excluded.memory_validation_failed_count,
-        memory_retrieval_result_count = s.memory_retrieval_result_count + excluded.memory_retrieval_result_count,
-        updated_at = excluded.updated_at
-      RETURNING 1
-    ),
+    ${snapshotHeadsSql({ prefix: 'v0260', table: 'os_v0_2_60_snapshots', records: sql`v0260_records`, sessions })},
     v0260_process_rows AS (
       INSERT INTO os_v0_2_60_processes AS p (
         session_id, agent_id, first_seq, last_seq, turn, parent_session_id, state, parent_task_id, role, isolation,

@@ -1,12 +1,14 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { EventBatchSql } from '../../../src/projector/projection.js';
+import { snapshotHeadsSql } from './snapshot-heads-sql.js';
 
 /**
  * The snapshot's fold as common table expressions over a batch (see `Projection.foldSql`), in
- * a few set-based statements whatever its size: counters are added per session, the last
- * suspend / resume among the events replaces the stored one, processes are upserted by agent
- * (keeping the seq of first appearance), signals and budget events are appended. The events
- * come read (`OS_SNAPSHOT_READS`): one typed column per field, missing ones already defaulted.
+ * a few set-based statements whatever its size: each session's row (`snapshotHeadsSql`:
+ * counters added, the last suspend / resume among the events replacing the stored one),
+ * processes upserted by agent (keeping the seq of first appearance), signals and budget events
+ * appended. The events come read (`OS_SNAPSHOT_READS`): one typed column per field, missing
+ * ones already defaulted.
  *
  * @example
  * ```ts
@@ -16,46 +18,7 @@ import type { EventBatchSql } from '../../../src/projector/projection.js';
 export function osSnapshotFoldSql({ events, sessions }: EventBatchSql): RawBuilder<unknown> {
   return sql`
     os_records AS MATERIALIZED (SELECT * FROM ${events} AS source),
-    os_last_suspend AS (
-      SELECT DISTINCT ON (session_id) session_id, seq, recorded_at, turn, reason, pending_calls FROM os_records
-      WHERE kind = 'suspended' ORDER BY session_id, seq DESC
-    ),
-    os_last_resume AS (
-      SELECT DISTINCT ON (session_id) session_id, seq, turn FROM os_records
-      WHERE kind = 'resumed' ORDER BY session_id, seq DESC
-    ),
-    os_snapshot_rows AS (
-      INSERT INTO os_snapshots AS s (
-        session_id, last_suspend_seq, last_suspend_turn, last_suspend_reason, last_suspend_pending_calls,
-        last_suspended_at, last_resumed_seq, last_resumed_turn, page_out_count, page_in_count,
-        tool_gated_count, memory_written_count, memory_queried_count, memory_validation_failed_count,
-        memory_retrieval_result_count, last_seq, updated_at)
-      SELECT a.session_id, su.seq, su.turn, su.reason, su.pending_calls, su.recorded_at, re.seq, re.turn,
-        a.page_out_count, a.page_in_count, a.tool_gated_count, a.memory_written_count,
-        a.memory_queried_count, a.memory_validation_failed_count, a.memory_retrieval_result_count,
-        a.last_seq, now()
-      FROM ${sessions} AS a
-      LEFT JOIN os_last_suspend su ON su.session_id = a.session_id
-      LEFT JOIN os_last_resume re ON re.session_id = a.session_id
-      ON CONFLICT (session_id) DO UPDATE SET
-        last_suspend_seq = coalesce(excluded.last_suspend_seq, s.last_suspend_seq),
-        last_suspend_turn = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_turn ELSE excluded.last_suspend_turn END,
-        last_suspend_reason = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_reason ELSE excluded.last_suspend_reason END,
-        last_suspend_pending_calls = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspend_pending_calls ELSE excluded.last_suspend_pending_calls END,
-        last_suspended_at = CASE WHEN excluded.last_suspend_seq IS NULL THEN s.last_suspended_at ELSE excluded.last_suspended_at END,
-        last_resumed_seq = coalesce(excluded.last_resumed_seq, s.last_resumed_seq),
-        last_resumed_turn = CASE WHEN excluded.last_resumed_seq IS NULL THEN s.last_resumed_turn ELSE excluded.last_resumed_turn END,
-        page_out_count = s.page_out_count + excluded.page_out_count,
-        page_in_count = s.page_in_count + excluded.page_in_count,
-        tool_gated_count = s.tool_gated_count + excluded.tool_gated_count,
-        memory_written_count = s.memory_written_count + excluded.memory_written_count,
-        memory_queried_count = s.memory_queried_count + excluded.memory_queried_count,
-        memory_validation_failed_count = s.memory_validation_failed_count + excluded.memory_validation_failed_count,
-        memory_retrieval_result_count = s.memory_retrieval_result_count + excluded.memory_retrieval_result_count,
-        last_seq = excluded.last_seq,
-        updated_at = excluded.updated_at
-      RETURNING 1
-    ),
+    ${snapshotHeadsSql({ prefix: 'os', table: 'os_snapshots', records: sql`os_records`, sessions })},
     os_process_rows AS (
       INSERT INTO os_processes AS p (
         session_id, agent_id, first_seq, last_seq, turn, parent_session_id, state, role, isolation,
