@@ -98,15 +98,15 @@ export async function copyInto(client: pg.Client | pg.PoolClient, target: string
 /**
  * Stores a generated corpus straight into `session_events` (one COPY per `rowsPerTransaction`
  * rows, each its own transaction, as many writers' commits would be; every column as
- * `EventStore.append` writes it, see {@link probeEventLayout}) and its `sessions` heads,
- * then `VACUUM ANALYZE` and `CHECKPOINT`, so that what is measured next starts from a settled
- * database. Returns the events stored.
+ * `EventStore.append` writes it, see {@link probeEventLayout}) with its `sessions` heads moved
+ * in the same transaction, first (a log never goes past its head, and its head is its last
+ * event at each commit), then `VACUUM ANALYZE` and `CHECKPOINT`, so that what is measured next
+ * starts from a settled database. Returns the events stored.
  */
 export async function loadRows(
   url: string,
   layout: EventLayout,
   rows: Iterable<CorpusRow>,
-  lastSeqs: () => Map<string, number>,
   options: { rowsPerTransaction?: number; onRow?: (row: CorpusRow) => void } = {},
 ): Promise<number> {
   const perTransaction = options.rowsPerTransaction ?? 100_000;
@@ -115,26 +115,28 @@ export async function loadRows(
   try {
     let count = 0;
     const iterator = rows[Symbol.iterator]();
-    let exhausted = false;
-    function* part(): Generator<string> {
-      for (let i = 0; i < perTransaction; i++) {
+    for (;;) {
+      const lines: string[] = [];
+      const heads = new Map<string, number>();
+      while (lines.length < perTransaction) {
         const next = iterator.next();
-        if (next.done) {
-          exhausted = true;
-          return;
-        }
+        if (next.done) break;
         options.onRow?.(next.value);
-        count += 1;
-        yield copyLine(next.value, layout);
+        lines.push(copyLine(next.value, layout));
+        heads.set(next.value.sessionId, Math.max(heads.get(next.value.sessionId) ?? -1, next.value.seq));
       }
+      if (lines.length === 0) break;
+      count += lines.length;
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO sessions (session_id, last_seq) SELECT * FROM unnest($1::text[], $2::bigint[])
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq`,
+        [[...heads.keys()], [...heads.values()]],
+      );
+      await copyInto(client, `session_events ${eventCopyColumns(layout)}`, chunked(lines));
+      await client.query('COMMIT');
+      if (lines.length < perTransaction) break;
     }
-    while (!exhausted) {
-      const before = count;
-      await copyInto(client, `session_events ${eventCopyColumns(layout)}`, chunked(part()));
-      if (count === before) break;
-    }
-    const heads = [...lastSeqs()].map(([sessionId, lastSeq]) => `${sessionId}\t${lastSeq}\n`);
-    await copyInto(client, 'sessions (session_id, last_seq)', chunked(heads));
     await client.query('VACUUM ANALYZE session_events');
     await client.query('VACUUM ANALYZE sessions');
     await client.query('CHECKPOINT');

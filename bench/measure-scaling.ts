@@ -42,7 +42,7 @@ export async function measureScaling(
       const started = performance.now();
       const corpus = new InterleavedCorpus({ seed: `${seed}/scaling/${index}`, prefix: `sc${index}`, events: size - stored });
       const stats = new CorpusStats();
-      await loadRows(scratch.url, layout, corpus.rows(), () => corpus.lastSeqs, { onRow: (row) => stats.add(row, 1000) });
+      await loadRows(scratch.url, layout, corpus.rows(), { onRow: (row) => stats.add(row, 1000) });
       stored = size;
       const loadSeconds = secondsSince(started);
       log(`  ${size.toLocaleString('en-US')} events stored (${loadSeconds.toFixed(1)} s to generate and load)`);

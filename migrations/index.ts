@@ -9,6 +9,7 @@ import * as storeAsWritten from './0007-store-as-written.js';
 import * as kernelJournal from './0008-kernel-journal.js';
 import * as contiguousSessionLogs from './0009-contiguous-session-logs.js';
 import * as projectionVersions from './0010-projection-versions.js';
+import * as replannedLogChecks from './0011-replanned-log-checks.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '0008-kernel-journal': kernelJournal,
   '0009-contiguous-session-logs': contiguousSessionLogs,
   '0010-projection-versions': projectionVersions,
+  '0011-replanned-log-checks': replannedLogChecks,
 };
