@@ -7,8 +7,9 @@ import { Prng } from './prng.js';
  * The benchmark's corpus: realistic session logs, generated from a seed.
  *
  * - every one of the 29 kinds of `shared/spec/session-events.md`, plus a few kinds newer SDKs
- *   write (stored, ignored by the snapshot); about 40% of the events are of the 12 kinds the
- *   snapshot reads;
+ *   write (stored, ignored by the snapshot) and the three the v0.2.60 snapshot reads; about 40%
+ *   of the events are of the kinds the snapshots read; `budget_exceeded` carries the
+ *   `operation_id` the v0.2.60 runtime writes, so that both built-in projections read every event;
  * - a session opens with `run_started` and (when it runs to its end) closes with `run_terminal`;
  *   turns advance; several sub-agents per session, each spawned `running` and later `joined`,
  *   `failed` or respawned; suspends are followed by resumes;
@@ -37,6 +38,9 @@ export const CONTRACT_KINDS = KNOWN_EVENT_KIND_LIST;
 
 /** Kinds that newer SDKs write and the contract does not name. */
 export const NEWER_KINDS = ['workflow_completed', 'summary_upgraded', 'group_budget_charged'] as const;
+
+/** Kinds the v0.2.60 runtime writes that its snapshot (`os_snapshot_v0_2_60`) reads, the contract does not name. */
+export const V0_2_60_KINDS = ['signal_delivery_disposed', 'budget_usage_reported', 'operation_cancelled'] as const;
 
 export const MIN_BODY_BYTES = 300;
 export const MAX_BODY_BYTES = 800;
@@ -71,12 +75,13 @@ const MIDDLE_WEIGHTS: ReadonlyArray<readonly [string, number]> = [
   ['milestone_advanced', 1.5],
   ['milestone_blocked', 1],
   ['newer', 0.5],
-  // Kinds the snapshot reads: 40%.
+  // Kinds the snapshots read: 40%. A v0.2.60 runtime disposes signals as signal_delivery_disposed.
+  ['v0_2_60', 1.5],
   ['suspended', 3],
   ['resumed', 3],
   ['tool_gated', 5],
   ['agent_process_changed', 6],
-  ['signal_disposed', 5],
+  ['signal_disposed', 3.5],
   ['budget_exceeded', 1.5],
   ['page_out', 3],
   ['page_in', 3],
@@ -229,6 +234,7 @@ export class SessionScript {
       if (kind === 'resumed' && this.pendingSuspend === null) kind = 'suspended';
       else if (kind === 'suspended' && this.pendingSuspend !== null) kind = 'resumed';
       if (kind === 'newer') kind = prng.pick(NEWER_KINDS);
+      else if (kind === 'v0_2_60') kind = prng.pick(V0_2_60_KINDS);
       if (prng.chance(0.15)) this.turn += 1;
     }
     const seq = this.emitted;
@@ -415,7 +421,25 @@ export class SessionScript {
       }
       case 'budget_exceeded': {
         const budget = prng.pick(BUDGETS);
-        return (pad) => ({ kind, turn, budget, detail: pad });
+        const operation = `op-${turn}`;
+        const reservation: JsonObject = prng.chance(0.5) ? { reservation_id: `res-${turn}` } : {};
+        return (pad) => ({ kind, turn, operation_id: operation, ...reservation, budget, detail: pad });
+      }
+      case 'signal_delivery_disposed': {
+        this.signalCounter += 1;
+        const signal = `sig-${this.signalCounter}`;
+        const disposition = prng.pick(DISPOSITIONS);
+        const [attempt, depth] = [prng.int(1, 3), prng.int(0, 8)];
+        return (pad) => ({ kind, turn, operation_id: `op-${turn}`, delivery_id: `dlv-${signal}`, attempt, signal_id: signal, disposition, queue_depth: depth, payload_preview: pad });
+      }
+      case 'budget_usage_reported': {
+        const [tokens, subagents, rounds] = [prng.int(100, 200_000), prng.int(0, 4), prng.int(1, 12)];
+        return (pad) => ({ kind, turn, operation_id: `op-${turn}`, reservation_id: `res-${turn}`, tokens, subagents, rounds, detail: pad });
+      }
+      case 'operation_cancelled': {
+        const reason = prng.pick(['user', 'deadline', 'lease_lost', 'host_shutdown']);
+        const pending = [`c${this.callCounter}`];
+        return (pad) => ({ kind, turn, operation_id: `op-${turn}`, reason, pending_call_ids: pending, detail: pad });
       }
       case 'checkpoint_taken': {
         const length = this.emitted;
@@ -634,9 +658,10 @@ export class CorpusStats {
     const share = this.events === 0 ? 0 : (100 * this.snapshotEvents) / this.events;
     const contract = CONTRACT_KINDS.filter((kind) => this.kinds.has(kind)).length;
     const newer = NEWER_KINDS.filter((kind) => this.kinds.has(kind)).length;
+    const v0260 = V0_2_60_KINDS.filter((kind) => this.kinds.has(kind)).length;
     return (
-      `${this.events.toLocaleString('en-US')} events, ${contract}/29 contract kinds + ${newer} newer kinds, ` +
-      `${share.toFixed(1)}% of kinds the snapshot reads, bodies ${this.minBytes}–${this.maxBytes} bytes ` +
+      `${this.events.toLocaleString('en-US')} events, ${contract}/29 contract kinds + ${newer} newer kinds + ${v0260} of v0.2.60, ` +
+      `${share.toFixed(1)}% of kinds the seed's snapshot reads, bodies ${this.minBytes}–${this.maxBytes} bytes ` +
       `(mean ${Math.round(this.bytes / Math.max(1, this.events))}), ${this.validated.toLocaleString('en-US')} checked with validateEvent`
     );
   }

@@ -273,7 +273,7 @@ function plural(n: number, word: string): string {
 function corpusLine(corpus: Record<string, unknown>): string {
   const share = Number(corpus.snapshotKindShare ?? 0) * 100;
   return (
-    `${int(Number(corpus.events))} events, every kind of the contract plus three newer kinds, ` +
-    `${share.toFixed(1)}% of them of the kinds the snapshot reads, bodies of ${String(corpus.minBytes)}–${String(corpus.maxBytes)} bytes (mean ${String(corpus.meanBytes)})`
+    `${int(Number(corpus.events))} events, every kind of the contract plus three newer kinds and the three kinds the v0.2.60 snapshot adds (\`budget_exceeded\` with the \`operation_id\` v0.2.60 writes), ` +
+    `${share.toFixed(1)}% of them of the kinds the seed's snapshot reads, bodies of ${String(corpus.minBytes)}–${String(corpus.maxBytes)} bytes (mean ${String(corpus.meanBytes)})`
   );
 }
