@@ -20,7 +20,7 @@ const inCi = process.env.CI === 'true';
 let rebuild: SdkV0260Fold | undefined;
 beforeAll(async () => {
   rebuild = await extractSdkV0260Fold();
-  if (rebuild === undefined && !inCi) console.warn('test/projections: the v0.2.60 SDK tarball is not in ../shared/deepstrike-sdk: the SDK comparison is skipped');
+  if (rebuild === undefined && !inCi) console.warn('test/projections: the v0.2.60 SDK is neither prepared (bash scripts/sdk/prepare-sdk.sh) nor its tarball in ../shared/deepstrike-sdk: the SDK comparison is skipped');
 });
 
 function ours(events: readonly JsonValue[]): JsonObject {
@@ -36,7 +36,7 @@ function sdkRaw(events: readonly JsonValue[]) {
 function withSdk(test: () => void): (context: { skip: () => void }) => void {
   return (context) => {
     if (rebuild === undefined && !inCi) return context.skip();
-    expect(rebuild, 'the v0.2.60 SDK tarball must be in ../shared/deepstrike-sdk in CI').toBeDefined();
+    expect(rebuild, 'the v0.2.60 SDK must be prepared in CI (.ci/run runs bash scripts/sdk/prepare-sdk.sh)').toBeDefined();
     test();
   };
 }

@@ -47,16 +47,31 @@ export async function loadSdkV0260Fold(source: string): Promise<SdkV0260Fold> {
   return module.rebuildOsSnapshotFromSessionEvents;
 }
 
-/** The SDK tarball: in the team's shared folder beside the repository, or `OS_AUDIT_SHARED_DIR` (as prepare-sdk.sh finds it). */
+/** The repository, where `.sdk/` and the shared folder beside it are looked for. */
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * The SDK tarball, found as `scripts/sdk/prepare-sdk.sh` finds it: in `OS_AUDIT_SHARED_DIR`, in
+ * the team's shared folder beside the repository, or beside the one a clone was made from.
+ */
 function sdkTarball(): string | undefined {
-  const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-  const folders = [process.env.OS_AUDIT_SHARED_DIR, path.join(repoRoot, '..', 'shared')].filter((folder) => folder !== undefined);
-  return folders.map((folder) => path.join(folder, 'deepstrike-sdk', 'deepstrike-node-v0.2.60.tar.gz')).find((file) => existsSync(file));
+  let origin: string | undefined;
+  try {
+    origin = execFileSync('git', ['-C', repoRoot, 'remote', 'get-url', 'origin'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    origin = undefined;
+  }
+  const folders = [process.env.OS_AUDIT_SHARED_DIR, path.join(repoRoot, '..', 'shared'), origin && path.join(origin, '..', 'shared')];
+  return folders
+    .filter((folder): folder is string => typeof folder === 'string' && folder !== '')
+    .map((folder) => path.join(folder, 'deepstrike-sdk', 'deepstrike-node-v0.2.60.tar.gz'))
+    .find((file) => existsSync(file));
 }
 
 /**
- * The SDK's fold, its two files extracted from the tarball (no install, no build: a few
- * milliseconds); `undefined` when the tarball is not there.
+ * The SDK's fold: from the SDK prepared in `.sdk/0.2.60` (as `.ci/run` prepares it), else its two
+ * files extracted from the tarball (no install, no build: a few milliseconds); `undefined` when
+ * neither is there.
  *
  * @example
  * ```ts
@@ -65,6 +80,8 @@ function sdkTarball(): string | undefined {
  * ```
  */
 export async function extractSdkV0260Fold(): Promise<SdkV0260Fold | undefined> {
+  const prepared = path.join(repoRoot, '.sdk', '0.2.60', 'node', 'src', 'runtime', 'os-snapshot.ts');
+  if (existsSync(prepared)) return loadSdkV0260Fold(prepared);
   const tarball = sdkTarball();
   if (tarball === undefined) return undefined;
   const dir = mkdtempSync(path.join(tmpdir(), 'os-audit-sdk-fold-'));
