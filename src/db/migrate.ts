@@ -37,9 +37,8 @@ export class MigrationError extends Error {
  * @returns the names of the migrations this call applied
  */
 export async function migrateToLatest(db: Kysely<any>, projections: readonly Projection[] = builtInProjections): Promise<string[]> {
-  const all = allMigrations(projections);
   const { error, results = [] } =
-    poolOf(db) === undefined ? await migrateAndRegister(db, all, projections, false) : await migrateInOneTransaction(db, all, projections);
+    poolOf(db) === undefined ? await migrateAndRegister(db, projections, false) : await migrateInOneTransaction(db, projections);
   if (error) {
     const failed = results.find((result) => result.status === 'Error')?.migrationName;
     const what = failed === undefined ? 'migrating' : `migration ${failed}`;
@@ -66,18 +65,22 @@ export function allMigrations(projections: readonly Projection[]): Record<string
 }
 
 /**
- * The migrations, then the projections registered (when they all ran). Unordered migrations
- * are allowed: a projection added later, or an engine migration newer than a projection's,
- * runs in its turn.
+ * A kysely `Migrator` of {@link allMigrations}. Unordered migrations are allowed: a projection
+ * added later, or an engine migration newer than a projection's, runs in its turn.
+ *
+ * @example
+ * ```ts
+ * await projectionsMigrator(db, builtInProjections).migrateTo('0006-batch-requirements'); // a test's schema of that time
+ * ```
  */
-async function migrateAndRegister(
-  db: Kysely<any>,
-  all: Record<string, Migration>,
-  projections: readonly Projection[],
-  disableTransactions: boolean,
-): Promise<MigrationResultSet> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => all }, disableTransactions, allowUnorderedMigrations: true });
-  const resultSet = await migrator.migrateToLatest();
+export function projectionsMigrator(db: Kysely<any>, projections: readonly Projection[], disableTransactions = false): Migrator {
+  const all = allMigrations(projections);
+  return new Migrator({ db, provider: { getMigrations: async () => all }, disableTransactions, allowUnorderedMigrations: true });
+}
+
+/** The migrations, then the projections registered (when they all ran). */
+async function migrateAndRegister(db: Kysely<any>, projections: readonly Projection[], disableTransactions: boolean): Promise<MigrationResultSet> {
+  const resultSet = await projectionsMigrator(db, projections, disableTransactions).migrateToLatest();
   if (resultSet.error !== undefined) return resultSet;
   try {
     await registerProjections(db, projections);
@@ -93,12 +96,12 @@ async function migrateAndRegister(
  * statements of their own: behind a pooler in transaction mode those land on any server
  * connection, the lock serializes nothing and is left held on one of them.
  */
-async function migrateInOneTransaction(db: Kysely<any>, all: Record<string, Migration>, projections: readonly Projection[]): Promise<MigrationResultSet> {
+async function migrateInOneTransaction(db: Kysely<any>, projections: readonly Projection[]): Promise<MigrationResultSet> {
   return withPinnedConnection(db, async ({ client, db: connection }) => {
     await client.query('BEGIN');
     try {
       await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)}::bigint)`.execute(connection);
-      const resultSet = await migrateAndRegister(connection, all, projections, true);
+      const resultSet = await migrateAndRegister(connection, projections, true);
       await client.query(resultSet.error === undefined ? 'COMMIT' : 'ROLLBACK');
       return resultSet;
     } catch (error) {

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { migrations } from '../../migrations/index.js';
 import { builtInProjections } from '../../projections/index.js';
+import { allMigrations } from '../../src/db/migrate.js';
 import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
@@ -25,8 +25,7 @@ describe('os-audit CLI', () => {
     const fresh = await createTestDatabase({ migrate: false });
     try {
       const env = { DATABASE_URL: fresh.url };
-      const projectionMigrations = builtInProjections.flatMap((projection) => Object.keys(projection.migrations).map((key) => `${projection.name}/${key}`));
-      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: `applied ${[...Object.keys(migrations), ...projectionMigrations].join(', ')}\n` });
+      expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: `applied ${Object.keys(allMigrations(builtInProjections)).join(', ')}\n` });
       expect(await runCliInProcess(['migrate'], { env })).toMatchObject({ code: 0, stdout: 'schema is up to date; nothing to apply\n' });
     } finally {
       await fresh.drop();

@@ -1,13 +1,12 @@
-import { type Kysely, Migrator } from 'kysely';
+import type { Kysely } from 'kysely';
 import { builtInProjections } from '../../projections/index.js';
-import { allMigrations } from '../../src/db/migrate.js';
+import { projectionsMigrator } from '../../src/db/migrate.js';
 
 /**
  * Migrates `db` up (or down) to the migration `name`, inclusive: for tests of a migration in
  * the schema of its own time, before later ones changed it.
  */
 export async function migrateTo(db: Kysely<any>, name: string): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => allMigrations(builtInProjections) }, allowUnorderedMigrations: true });
-  const { error } = await migrator.migrateTo(name);
+  const { error } = await projectionsMigrator(db, builtInProjections).migrateTo(name);
   if (error) throw error;
 }
