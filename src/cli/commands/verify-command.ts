@@ -21,20 +21,23 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
       if (chosen !== 1) throw new CliError('name sessions, or give --all or --sample N (one of them)', 2);
       const selection: VerifySelection = options.all ? { all: true } : options.sample !== undefined ? { sample: options.sample } : { sessions };
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
-      const reports: { projection: Projection; report: VerifyReport }[] = [];
-      for (const projection of projections) {
-        const progress = new ProgressLine(io.stderr, `verifying ${projection.name}`);
-        try {
-          const report = await withDatabase(
-            url,
-            (db) => verifyProjection(db, projection, selection, (checked, total) => progress.update(checked, total, `${checked}/${total} sessions`)),
-            { rideThrough: { io, rerun: 'work' } },
-          );
-          reports.push({ projection, report });
-        } finally {
-          progress.done();
-        }
-      }
+      const reports = await withDatabase(
+        url,
+        async (db) => {
+          const done: { projection: Projection; report: VerifyReport }[] = [];
+          for (const projection of projections) {
+            const progress = new ProgressLine(io.stderr, `verifying ${projection.name}`);
+            try {
+              const report = await verifyProjection(db, projection, selection, (checked, total) => progress.update(checked, total, `${checked}/${total} sessions`));
+              done.push({ projection, report });
+            } finally {
+              progress.done();
+            }
+          }
+          return done;
+        },
+        { rideThrough: { io, rerun: 'work' } },
+      );
       let differing = 0;
       for (const { projection, report } of reports) {
         for (const mismatch of report.mismatches) {
