@@ -9,6 +9,7 @@ export const APPENDED_CHANNEL = 'os_audit_events_appended';
  * {@link wait} also returns after a timeout (the polling fallback), and right after a reconnect.
  */
 export class AppendListener {
+  /** The connection listening, or being connected: one at a time, the one `close` ends. */
   private client: pg.Client | undefined;
   private pending = false;
   private waiter: (() => void) | undefined;
@@ -61,17 +62,17 @@ export class AppendListener {
   private async connect(): Promise<void> {
     if (this.closed) return;
     const client = new pg.Client({ connectionString: this.connectionString, application_name: 'os-audit-listener' });
+    this.client = client;
     client.on('notification', () => this.wake());
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('listener connection ended')));
     try {
       await client.connect();
       await client.query(`LISTEN ${APPENDED_CHANNEL}`);
-      if (this.closed) {
+      if (this.closed || this.client !== client) {
         await client.end();
         return;
       }
-      this.client = client;
       this.reconnectDelayMs = 200;
       this.wake(); // anything appended while not listening
     } catch (error) {
@@ -79,8 +80,13 @@ export class AppendListener {
     }
   }
 
+  /**
+   * The connection `client` is lost: it is ended and one reconnect is scheduled. Said more than
+   * once of a client (an error, then its end; a failed connect), or of one no longer current,
+   * it changes nothing: a second reconnect would leave a connection nobody ends.
+   */
   private lost(client: pg.Client, error: Error): void {
-    if (this.closed || (this.client !== undefined && this.client !== client)) return;
+    if (this.closed || this.client !== client) return;
     this.client = undefined;
     this.onProblem(error);
     client.removeAllListeners();
