@@ -45,9 +45,12 @@ describe('a writer killed in the middle of a large append', () => {
   it('EventStore.append: the batch is stored whole or not at all, next to a steady writer of the same session', { timeout: scaled(120_000, 600_000) }, async () => {
     const sessions = ['big-append'];
     const steady = run.startWriter({ name: 'fault-steady', url: testDb.url, api: 'event-store', sessions, appendsPerSecond: 20, batch: [1, 10] });
+    await steady.ready;
+    // Watched from before it connects: its one append starts as soon as it is ready, and may be over quickly.
     const big = run.startWriter({ name: 'fault-big-1', url: testDb.url, api: 'event-store', sessions, appendsPerSecond: 1, batch: [BIG, BIG], units: 1 });
-    await Promise.all([steady.ready, big.ready]);
-    await inTheMiddle('fault-big-1');
+    const middle = inTheMiddle('fault-big-1');
+    await big.ready;
+    await middle;
     await sleep(new Prng(Date.now()).int(0, 50));
     await big.kill();
     expect(run.journalUnits().find((unit) => unit.id === 'fault-big-1-0')).toMatchObject({ texts: { length: BIG } });
