@@ -5,7 +5,7 @@ import * as snapshotView from './migrations/0002-snapshot-view.js';
 import * as dashboardViews from './migrations/0003-dashboard-views.js';
 import { OS_SNAPSHOT_V0_2_60_COUNTERS, OS_SNAPSHOT_V0_2_60_READS } from './os-snapshot-v0-2-60-reads.js';
 import { osSnapshotV0260Json } from './serialize-os-snapshot-v0-2-60.js';
-import { osSnapshotV0260FoldSql } from './sql/apply-os-snapshot-v0-2-60-events.js';
+import { osSnapshotV0260FoldStatements } from './sql/apply-os-snapshot-v0-2-60-events.js';
 
 /**
  * The runtime's OS audit snapshot at v0.2.60 (its Rust core's `rebuild_os_snapshot_from_events`)
@@ -42,7 +42,7 @@ export const osSnapshotV0260Projection = defineProjection<OsSnapshotV0260State>(
   snapshotView: 'os_snapshot_v0_2_60_json',
   reads: OS_SNAPSHOT_V0_2_60_READS,
   counters: OS_SNAPSHOT_V0_2_60_COUNTERS,
-  foldSql: osSnapshotV0260FoldSql,
+  foldStatements: osSnapshotV0260FoldStatements,
   init: osSnapshotV0260State,
   evolve: evolveOsSnapshotV0260,
   toJson: (state) => osSnapshotV0260Json(state.snapshot),

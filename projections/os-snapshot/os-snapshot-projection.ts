@@ -3,7 +3,7 @@ import { defineProjection } from '../../src/projector/projection.js';
 import { evolveOsSnapshot, type OsSnapshotState, osSnapshotState } from './fold-os-snapshot.js';
 import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
 import { canonicalOsSnapshot } from './serialize-os-snapshot.js';
-import { osSnapshotFoldSql } from './sql/apply-os-snapshot-events.js';
+import { osSnapshotFoldStatements } from './sql/apply-os-snapshot-events.js';
 
 /**
  * The OS audit snapshot of the spec (`shared/spec/session-events.md`, section 3; the seed's
@@ -38,7 +38,7 @@ export const osSnapshotProjection = defineProjection<OsSnapshotState>({
   snapshotView: 'os_snapshot_json',
   reads: OS_SNAPSHOT_READS,
   counters: OS_SNAPSHOT_COUNTERS,
-  foldSql: osSnapshotFoldSql,
+  foldStatements: osSnapshotFoldStatements,
   init: () => osSnapshotState(),
   evolve: evolveOsSnapshot,
   // An interface has no index signature: the snapshot is JSON all the same.

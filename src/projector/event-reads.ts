@@ -30,6 +30,18 @@ import { isU32, isU64 } from '../json/unsigned-integers.js';
 /** The types a field can be read as: `u32` and `u64` are JSON integers in their range, `strings` an array of strings. */
 export type FieldType = 'u32' | 'u64' | 'string' | 'strings';
 
+/** The SQL type of a field's column, read (see `readFieldsSql`). */
+export const FIELD_SQL_TYPES: Readonly<Record<FieldType, string>> = { u32: 'bigint', u64: 'numeric', string: 'text', strings: 'text[]' };
+
+/**
+ * The columns of the fields `reads` names, each of its SQL type (`FIELD_SQL_TYPES`), for a
+ * `CREATE TABLE`: `"turn" bigint, …`.
+ */
+export function fieldColumnsDefinitionSql(reads: EventReads): RawBuilder<unknown> {
+  const types = new Map(Object.values(reads).flatMap((fields) => Object.entries(fields).map(([name, read]) => [name, read.type] as const)));
+  return sql.join(fieldNames(reads).map((name) => sql`${sql.id(name)} ${sql.raw(FIELD_SQL_TYPES[types.get(name)!])}`));
+}
+
 /** A value a field reads as, in memory (`u64` above 2^53 as a `bigint`). */
 export type FieldValue = number | bigint | string | readonly string[] | null;
 
@@ -92,15 +104,12 @@ export type EventReads = Readonly<Record<string, Readonly<Record<string, FieldRe
  */
 const RESERVED_NAMES = new Set([
   'session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'stand_in', 'position', 'prev_seq', 'needs_log', 'problem', 'rank',
+  'target_seq', 'log_events', 'missing_seq', 'hole',
 ]);
-
-/** {@link readFieldsSql} names its own column for each field `x` `type_problem_x`. */
-const TYPE_PROBLEM_PREFIX = 'type_problem_';
 
 /**
  * Checks a table of reads: a field name that several kinds read must have one type in all of
- * them (SQL gives it one column), none may be a column of the projector's rows or start with
- * `type_problem_` (the SQL reading's own columns), and a default must be a value of its
+ * them (SQL gives it one column), none may be a column of the projector's rows, and a default must be a value of its
  * field's type that SQL text can hold.
  *
  * @example
@@ -114,9 +123,6 @@ export function defineEventReads<T extends EventReads>(reads: T): T {
   for (const [kind, fields] of Object.entries(reads)) {
     for (const [name, read] of Object.entries(fields)) {
       if (RESERVED_NAMES.has(name)) throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (a column of the projector's rows)`);
-      if (name.startsWith(TYPE_PROBLEM_PREFIX)) {
-        throw new Error(`event reads: field "${name}" of ${kind} cannot be read under its own name (names starting with "${TYPE_PROBLEM_PREFIX}" are the SQL reading's own)`);
-      }
       if (read.whenMissing !== 'unreadable' && read.whenMissing.value !== null) {
         const problem = typeProblem(read.type, read.whenMissing.value as JsonValue, name);
         if (problem !== null) throw new Error(`event reads: the default of ${kind}: ${problem}`);
@@ -222,38 +228,51 @@ export interface StoredEventSql {
  * sql`SELECT e.seq, r.problem, r.turn FROM session_events e CROSS JOIN LATERAL ${readFieldsSql(reads, event)} AS r`
  * ```
  */
-export function readFieldsSql(reads: EventReads, { kind, payload, standIn }: StoredEventSql): RawBuilder<unknown> {
+export function readFieldsSql(reads: EventReads, event: StoredEventSql): RawBuilder<unknown> {
+  return sql`(SELECT ${readFieldColumnsSql(reads, event, sql`r`)} FROM ${rawFieldsSql(reads, event)})`;
+}
+
+/**
+ * The top-level fields `reads` names of a stored event, as they are in its payload (`json`), as a
+ * `FROM` item of alias `r`: `json_to_record(…) AS r(…)`, parsed only for the kinds in `reads`.
+ * With {@link readFieldColumnsSql} over it, what {@link readFieldsSql} reads; Citus takes the
+ * two directly in a query's `FROM` and select list, where it refuses the subquery.
+ *
+ * @example
+ * ```ts
+ * sql`SELECT e.seq, ${readFieldColumnsSql(reads, event, sql`r`)} FROM session_events AS e CROSS JOIN LATERAL ${rawFieldsSql(reads, event)}`
+ * ```
+ */
+export function rawFieldsSql(reads: EventReads, { kind, payload }: StoredEventSql): RawBuilder<unknown> {
+  const columns = sql.join(fieldNames(reads).map((name) => sql`${sql.id(name)} json`));
+  // The kind gates the parse inside the call: a condition beside it, the planner would check
+  // only after parsing.
+  return sql`json_to_record(CASE WHEN ${kind} IN (${readKindsSql(reads)}) THEN ${payload} END) AS r(${columns})`;
+}
+
+/** The select list of {@link readFieldsSql} over the raw fields of {@link rawFieldsSql} (alias `raw`): `problem`, then a column per field. */
+export function readFieldColumnsSql(reads: EventReads, { kind, standIn }: StoredEventSql, raw: RawBuilder<unknown>): RawBuilder<unknown> {
   const kinds = Object.keys(reads);
   const names = fieldNames(reads);
   const types = new Map(kinds.flatMap((k) => Object.entries(reads[k]!).map(([name, read]) => [name, read.type] as const)));
-  const raw = (name: string) => sql`r.${sql.id(name)}`;
-  const typeProblem = (name: string) => sql.id(`${TYPE_PROBLEM_PREFIX}${name}`);
-  // Why each field present has not its type: the same check whichever kind reads it.
-  const typeProblems = names.map((name) => sql`${typeProblemSql(name, types.get(name)!, raw(name), standIn)} AS ${typeProblem(name)}`);
+  const field = (name: string) => sql`${raw}.${sql.id(name)}`;
+  // Why a field present has not its type: the same check whichever kind reads it.
+  const typeProblem = (name: string) => typeProblemSql(name, types.get(name)!, field(name), standIn);
   const problems = kinds.map((k) => {
     const fields = Object.entries(reads[k]!).filter(([, read]) => !read.lenient);
     const checks = fields.map(([name, read]) =>
       read.whenMissing === 'unreadable'
-        ? sql`CASE WHEN ${raw(name)} IS NULL THEN ${sql.lit(`field "${name}": ${MISSING}`)} ELSE r.${typeProblem(name)} END`
-        : sql`r.${typeProblem(name)}`,
+        ? sql`CASE WHEN ${field(name)} IS NULL THEN ${sql.lit(`field "${name}": ${MISSING}`)} ELSE ${typeProblem(name)} END`
+        : typeProblem(name),
     );
     return sql`WHEN ${sql.lit(k)} THEN ${checks.length === 0 ? sql`NULL::text` : sql`coalesce(${sql.join(checks)})`}`;
   });
   const values = names.map((name) => {
     const readers = kinds.filter((k) => Object.hasOwn(reads[k]!, name));
-    const cases = readers.map((k) => sql`WHEN ${sql.lit(k)} THEN ${fieldValueSql(reads[k]![name]!, raw(name))}`);
+    const cases = readers.map((k) => sql`WHEN ${sql.lit(k)} THEN ${fieldValueSql(reads[k]![name]!, field(name))}`);
     return sql`CASE ${kind} ${sql.join(cases, sql` `)} END AS ${sql.id(name)}`;
   });
-  const columns = sql.join(names.map((name) => sql`${sql.id(name)} json`));
-  // The kind gates the parse inside the call: a condition beside it, the planner would check
-  // only after parsing.
-  return sql`(
-    SELECT CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}
-    FROM (
-      SELECT r.*, ${sql.join(typeProblems)}
-      FROM json_to_record(CASE WHEN ${kind} IN (${readKindsSql(reads)}) THEN ${payload} END) AS r(${columns})
-    ) AS r
-  )`;
+  return sql`CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}`;
 }
 
 /**

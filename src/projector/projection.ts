@@ -55,7 +55,7 @@ export interface ProjectionEvent {
  *   snapshotView: 'tool_calls_json',
  *   reads: defineEventReads({}),
  *   counters: { gated: 'tool_gated' },
- *   foldSql: ({ sessions }) => sql`tool_call_rows AS (INSERT INTO tool_calls … ON CONFLICT … RETURNING 1)`,
+ *   foldStatements: ({ sessions }) => [sql`INSERT INTO tool_calls … ON CONFLICT …`],
  *   init: () => ({ gated: 0 }),
  *   evolve: (state, event) => ({ gated: state.gated + (event.kind === 'tool_gated' ? 1 : 0) }),
  *   toJson: (state) => ({ gated: state.gated }),
@@ -97,17 +97,20 @@ export interface Projection<State = any> {
   /** Its counters: column name → the kind it counts, whatever the event's fields. */
   readonly counters: Readonly<Record<string, string>>;
   /**
-   * Its fold, as common table expressions (`name AS (…), …`, writing with `INSERT … ON
-   * CONFLICT`) over a batch: every session moves to its `last_seq`. The projector puts them in
-   * its own statement after its expressions (named `batch_…`). They take no parameters.
+   * Its fold, as data-modifying statements (`INSERT … SELECT … ON CONFLICT`) over a batch, each
+   * reading the batch's relations itself: every session moves to its `last_seq`. On one
+   * server the projector runs them as expressions of its one batch statement (so: no
+   * data-modifying `WITH` inside, no parameters); on Citus one after another in the batch's
+   * transaction, where each should join its relations by `session_id` (and group by it) so that
+   * Citus runs it on every shard where the data is.
    *
    * @example
    * ```ts
-   * foldSql: ({ sessions }) => sql`heads AS (INSERT INTO my_heads SELECT session_id, last_seq FROM ${sessions} AS s
-   *   ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq RETURNING 1)`
+   * foldStatements: ({ sessions }) => [sql`INSERT INTO my_heads SELECT session_id, last_seq FROM ${sessions} AS s
+   *   ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq`]
    * ```
    */
-  foldSql(batch: EventBatchSql): RawBuilder<unknown>;
+  foldStatements(batch: EventBatchSql): readonly RawBuilder<unknown>[];
   /** The state of a session before its first event. */
   init(): State;
   /**
@@ -155,7 +158,7 @@ export function defineProjection<State>(projection: Projection<State>): Projecti
  * @example
  * ```ts
  * const batch = eventBatchOf(projection, sql`session_events`);
- * await sql`WITH ${projection.foldSql(batch)} SELECT`.execute(trx);
+ * for (const statement of projection.foldStatements(batch)) await statement.execute(trx);
  * ```
  */
 export function eventBatchOf(projection: Projection, events: RawBuilder<unknown>): EventBatchSql {
@@ -190,5 +193,14 @@ export function countersSql(projection: Projection, where: RawBuilder<boolean> =
  * ```
  */
 export function foldWholeLogSql(projection: Projection): RawBuilder<unknown> {
-  return sql`WITH ${projection.foldSql(eventBatchOf(projection, sql`session_events`))} SELECT`;
+  const { events, sessions } = eventBatchOf(projection, sql`session_events`);
+  return sql`WITH whole_log_events AS MATERIALIZED ${events}, ${foldExpressionsSql(projection, { events: sql`whole_log_events`, sessions })} SELECT`;
+}
+
+/**
+ * The projection's fold statements as common table expressions (`fold_0 AS (…), …`) of one
+ * statement, for one server; `batch.events` is best a materialized relation, read by each.
+ */
+export function foldExpressionsSql(projection: Projection, batch: EventBatchSql): RawBuilder<unknown> {
+  return sql.join(projection.foldStatements(batch).map((statement, index) => sql`${sql.id(`fold_${index}`)} AS (${statement})`));
 }

@@ -21,7 +21,7 @@ import { useTestDatabase } from '../support/test-database.js';
  * (every batch inside one transaction, a failing one undone to a savepoint), and the whole log
  * in one statement (`foldWholeLogSql`, the benchmark's limit), for every projection and batch
  * shape: events in any shape, unreadable ones, any batch size, with and without --skip-invalid.
- * They share one definition (`batchSql` for the first three, the projection's `foldSql` for
+ * They share one definition (`batchSql` for the first three, the projection's `foldStatements` for
  * all four); this proves the connections around it change nothing.
  */
 const testDb = useTestDatabase();

@@ -30,12 +30,11 @@ export const gatedToolsProjection = defineProjection<{ gated: number; tools: str
   snapshotView: 'gated_tools_json',
   reads: defineEventReads({ tool_gated: { tool: field.string() } }),
   counters: { gated: 'tool_gated' },
-  foldSql: ({ events, sessions }) => sql`
-    heads AS (
-      INSERT INTO gated_tool_heads AS h SELECT session_id, last_seq, gated FROM ${sessions} AS s
-      ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq, gated = h.gated + excluded.gated RETURNING 1
-    ),
-    tools AS (INSERT INTO gated_tools SELECT session_id, seq, tool FROM ${events} AS e RETURNING 1)`,
+  foldStatements: ({ events, sessions }) => [
+    sql`INSERT INTO gated_tool_heads AS h SELECT session_id, last_seq, gated FROM ${sessions} AS s
+        ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq, gated = h.gated + excluded.gated`,
+    sql`INSERT INTO gated_tools SELECT session_id, seq, tool FROM ${events} AS e`,
+  ],
   init: () => ({ gated: 0, tools: [] }),
   evolve: (state, event) => {
     state.gated += 1;

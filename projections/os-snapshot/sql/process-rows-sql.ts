@@ -3,8 +3,6 @@ import type { FieldRead } from '../../../src/projector/event-reads.js';
 
 /** Where {@link processRowsSql} writes and reads. */
 export interface ProcessRowsSql {
-  /** The name of its common table expression. */
-  name: string;
   /** The snapshot's processes table: one row per (session, agent), with `first_seq` and `last_seq`. */
   table: string;
   /** The batch's read events (a relation with `kind`, `session_id`, `seq` and the fields read). */
@@ -14,21 +12,20 @@ export interface ProcessRowsSql {
 }
 
 /**
- * The OS snapshot's processes folded from a batch, as a common table expression: upserted by
+ * The OS snapshot's processes folded from a batch, in one statement: upserted by
  * agent, each keeping the seq where it first appeared and holding its latest event's fields. The
  * seed's snapshot and v0.2.60's share this rule; their columns are the fields each reads.
  *
  * @example
  * ```ts
- * sql`${processRowsSql({ name: 'os_process_rows', table: 'os_processes', records: sql`os_records`, reads: OS_SNAPSHOT_READS.agent_process_changed })}`;
+ * processRowsSql({ table: 'os_processes', records: events, reads: OS_SNAPSHOT_READS.agent_process_changed }); // one of the fold's statements
  * ```
  */
-export function processRowsSql({ name, table, records, reads }: ProcessRowsSql): RawBuilder<unknown> {
+export function processRowsSql({ table, records, reads }: ProcessRowsSql): RawBuilder<unknown> {
   const columns = Object.keys(reads)
     .filter((field) => field !== 'agent_id')
     .map((field) => sql.id(field));
   return sql`
-    ${sql.id(name)} AS (
       INSERT INTO ${sql.table(table)} AS p (session_id, agent_id, first_seq, last_seq, ${sql.join(columns)}, updated_at)
       SELECT DISTINCT ON (b.session_id, b.agent_id)
         b.session_id, b.agent_id, min(b.seq) OVER agent, b.seq, ${sql.join(columns.map((column) => sql`b.${column}`))}, now()
@@ -39,7 +36,5 @@ export function processRowsSql({ name, table, records, reads }: ProcessRowsSql):
       ON CONFLICT (session_id, agent_id) DO UPDATE SET
         last_seq = excluded.last_seq,
         ${sql.join(columns.map((column) => sql`${column} = excluded.${column}`))},
-        updated_at = excluded.updated_at
-      RETURNING 1
-    )`;
+        updated_at = excluded.updated_at`;
 }

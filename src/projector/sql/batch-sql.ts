@@ -1,6 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import { fieldNames, readFieldsSql, readKindsSql } from '../event-reads.js';
-import { countersSql, type Projection } from '../projection.js';
+import { countersSql, foldExpressionsSql, type Projection } from '../projection.js';
 
 /** The values a batch statement takes; the statement is the same for every batch of a projection. */
 export interface BatchParameters {
@@ -89,7 +89,6 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
   const readKinds = readKindsSql(projection.reads);
   const [owner, epoch, ttlMs, limit, skipInvalid] = [sql`$1::text`, sql`$2::bigint`, sql`$3::bigint`, sql`$4::bigint`, sql`$5::boolean`];
   const events = sql`(SELECT session_id, seq, kind, recorded_at, ${sql.join(fieldNames(projection.reads).map((field) => sql.id(field)))} FROM batch_folded WHERE kind IN (${readKinds}) AND problem IS NULL)`;
-  const sessions = sql`(SELECT * FROM batch_moved_sessions)`;
   return sql<BatchOutcome>`
     WITH batch_settings AS MATERIALIZED (
       SELECT set_config('synchronous_commit', 'off', true) AS synchronous_commit
@@ -196,7 +195,8 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
       FULL JOIN batch_stops AS t ON t.session_id = p.session_id
     ),
     batch_applied AS MATERIALIZED (SELECT coalesce(sum(applied), 0)::bigint AS applied FROM batch_moved_sessions),
-    ${projection.foldSql({ events, sessions })},
+    batch_events AS MATERIALIZED ${events},
+    ${foldExpressionsSql(projection, { events: sql`batch_events`, sessions: sql`batch_moved_sessions` })},
     batch_blocked AS (${blockSessionsSql(projection, sql`SELECT session_id, seq, position, kind, reason, problem FROM batch_stops`)} RETURNING 1),
     batch_unblocked AS (
       DELETE FROM projection_blocked_sessions
