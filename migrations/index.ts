@@ -10,6 +10,7 @@ import * as kernelJournal from './0008-kernel-journal.js';
 import * as contiguousSessionLogs from './0009-contiguous-session-logs.js';
 import * as projectionVersions from './0010-projection-versions.js';
 import * as replannedLogChecks from './0011-replanned-log-checks.js';
+import * as distributedTables from './0012-distributed-tables.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '0009-contiguous-session-logs': contiguousSessionLogs,
   '0010-projection-versions': projectionVersions,
   '0011-replanned-log-checks': replannedLogChecks,
+  '0012-distributed-tables': distributedTables,
 };

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { storeIsDistributed } from '../db/distributed-store.js';
 
 /** The open transaction that keeps new events from being projected. */
 export interface HorizonHolder {
@@ -94,7 +95,8 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
     .limit(BLOCKED_LISTED)
     .execute();
 
-  const heldBack = behind.events > 0 && (await backlogWaitsForOpenTransaction(db, checkpoint));
+  // On Citus the projector reads by seq: no transaction holds events back.
+  const heldBack = behind.events > 0 && !(await storeIsDistributed(db)) && (await backlogWaitsForOpenTransaction(db, checkpoint));
   return {
     projection,
     checkpoint: {

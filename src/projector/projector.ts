@@ -16,6 +16,7 @@ import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
 import { type BatchConnection, kyselyConnection, onPoolClient, type ServerConnections } from './batch-connection.js';
 import { type BatchResult, runBatchStoppingFailures } from './run-batch.js';
+import { isStoreDistributed } from '../db/distributed-store.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
 /**
@@ -174,15 +175,16 @@ export class Projector {
 
   /**
    * Folds every event committed before the call (`project --once`), then releases the lease.
-   * Waits while another projector holds the lease or an older transaction is still open.
+   * Waits while another projector holds the lease or an older transaction is still open. (On
+   * Citus a batch reads by seq, not below a horizon: the first batch to find nothing ends it.)
    */
   async catchUp(signal?: AbortSignal): Promise<CatchUpReport> {
     const report: CatchUpReport = { eventsApplied: 0, skipped: 0, stopped: 0, batches: 0, checkpoint: undefined };
-    let target: string | undefined;
+    let target: string | null | undefined;
     // A lost connection is tried again from the checkpoint, which only whole batches move.
     await retryOnConnectionLoss(
       async () => {
-        target ??= await currentTransactionLimit(this.db);
+        target ??= (await isStoreDistributed(this.db)) ? null : await currentTransactionLimit(this.db);
         await this.catchUpTo(target, report, signal);
       },
       {
@@ -196,7 +198,7 @@ export class Projector {
   }
 
   /** {@link catchUp}'s loop: batches until the horizon has passed `target` and a batch finds nothing. */
-  private async catchUpTo(target: string, report: CatchUpReport, signal?: AbortSignal): Promise<void> {
+  private async catchUpTo(target: string | null, report: CatchUpReport, signal?: AbortSignal): Promise<void> {
     // Whether the horizon had passed `target` before the batch now starting: only an empty batch
     // that began after it had can have seen everything committed before the call.
     let horizonPassed = false;
@@ -222,7 +224,7 @@ export class Projector {
           report.stopped += result.stoppedCount;
           continue;
         }
-        if (horizonPassed) return;
+        if (horizonPassed || target === null) return;
         horizonPassed = await horizonHasPassed(this.db, target);
         if (horizonPassed) continue;
         this.emit({ type: 'waiting', reason: 'a transaction older than this run is still open (see os-audit status)' });

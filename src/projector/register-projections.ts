@@ -1,5 +1,7 @@
 import { type Kysely, sql } from 'kysely';
+import { storeIsDistributed } from '../db/distributed-store.js';
 import type { Projection } from './projection.js';
+import { batchTableOf, createBatchTableSql } from './sql/session-batch-sql.js';
 
 /** The group roles of migration 0005: who reads the snapshots, and who runs the projector. */
 const READER_ROLE = 'os_audit_reader';
@@ -9,7 +11,9 @@ const PROJECTOR_ROLE = 'os_audit_projector';
  * Makes each projection known to the database once its migrations have run: its checkpoint row
  * (at the start of the log, at its version) unless it has one, and the roles' grants on what it
  * declares: the reader role reads its tables and views, the projector role also writes its
- * tables and uses their sequences. Each statement may run again: `migrate` runs them every time.
+ * tables and uses their sequences. On Citus its tables are distributed by `session_id`,
+ * colocated with the store's (a table without that column stays on the coordinator). Each
+ * statement may run again: `migrate` runs them every time.
  *
  * @example
  * ```ts
@@ -17,10 +21,12 @@ const PROJECTOR_ROLE = 'os_audit_projector';
  * ```
  */
 export async function registerProjections(db: Kysely<any>, projections: readonly Projection[]): Promise<void> {
+  const distributed = await storeIsDistributed(db);
   for (const projection of projections) {
     await sql`
       INSERT INTO projection_checkpoints (projection, version) VALUES (${projection.name}, ${projection.version})
       ON CONFLICT (projection) DO NOTHING`.execute(db);
+    if (distributed) await distributeTables(db, projection);
     const reader = sql.id(READER_ROLE);
     const projector = sql.id(PROJECTOR_ROLE);
     const tables = sql.join(projection.tables.map((table) => sql.table(table)));
@@ -37,4 +43,32 @@ export async function registerProjections(db: Kysely<any>, projections: readonly
       await sql`GRANT USAGE ON SEQUENCE ${sql.join(sequences.map(({ sequence }) => sql.raw(sequence)))} TO ${projector}`.execute(db);
     }
   }
+}
+
+/**
+ * Distributes each of the projection's tables with a `session_id` column that is not
+ * distributed yet, colocated with `sessions`, and (re)creates its batch table when its columns
+ * are not the projection's reads (`createBatchTableSql`).
+ */
+async function distributeTables(db: Kysely<any>, projection: Projection): Promise<void> {
+  const batchTable = batchTableOf(projection);
+  const expected = createBatchTableSql(projection).compile(db).sql;
+  const { rows } = await sql<{ definition: string | null }>`
+    SELECT obj_description(to_regclass(${batchTable}), 'pg_class') AS definition`.execute(db);
+  if (rows[0]?.definition !== expected) {
+    await sql`DROP TABLE IF EXISTS ${sql.table(batchTable)}`.execute(db);
+    await sql.raw(expected).execute(db);
+    // The definition it was made by, to know at the next migrate whether the reads changed.
+    await sql`COMMENT ON TABLE ${sql.table(batchTable)} IS ${sql.lit(expected)}`.execute(db);
+    await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON ${sql.table(batchTable)} TO ${sql.id(PROJECTOR_ROLE)}`.execute(db);
+  }
+  await sql`UPDATE projection_checkpoints SET session_heads = ${projection.sessionHeads} WHERE projection = ${projection.name}`.execute(db);
+  const tables = [...projection.tables, batchTable];
+  await sql`SET LOCAL citus.enable_unsafe_triggers = on`.execute(db);
+  await sql`
+    SELECT create_distributed_table(c.oid::regclass, 'session_id', colocate_with => 'sessions')
+    FROM pg_class AS c
+    WHERE c.oid = ANY (${tables}::regclass[])
+      AND EXISTS (SELECT FROM pg_attribute WHERE attrelid = c.oid AND attname = 'session_id' AND NOT attisdropped)
+      AND NOT EXISTS (SELECT FROM citus_tables WHERE table_name = c.oid::regclass)`.execute(db);
 }

@@ -7,6 +7,8 @@ import { type HeldLease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
 import { batchParameters, type BatchOutcome, batchSql, type StoppedSession, stopAtWindowEventSql } from './sql/batch-sql.js';
+import { isStoreDistributed } from '../db/distributed-store.js';
+import { compileSessionBatch, runSessionBatch } from './run-session-batch.js';
 
 export interface BatchOptions {
   /** Events read from the log per batch (the window); bounds time and memory. */
@@ -62,7 +64,7 @@ function compiledBatch(db: Kysely<DB>, projection: Projection): CompiledBatch {
 }
 
 /**
- * Runs one batch of a projection (see `batchSql`): one statement, exactly once, on
+ * Runs one batch of a projection (see `batchSql`; on Citus, `runSessionBatch`): one statement, exactly once, on
  * `connection` (by default `db` itself, which must then not be inside a transaction), where it
  * is prepared once and planned once when the driver allows.
  *
@@ -81,6 +83,7 @@ export async function runBatch(
   options: BatchOptions,
   connection: BatchConnection = kyselyConnection(db, { inTransaction: false }),
 ): Promise<BatchResult> {
+  if (await isStoreDistributed(db)) return runSessionBatch(compileSessionBatch(db, projection), projection, held, options, connection);
   const compiled = compiledBatch(db, projection);
   const values = batchValues(held, options, options.batchSize);
   let outcome: BatchOutcome;
@@ -123,7 +126,7 @@ export async function runBatchStoppingFailures(
       if (failed.length === 0) return result;
       return { ...result, stoppedCount: failed.length + result.stoppedCount, stopped: [...failed, ...result.stopped] };
     } catch (error) {
-      if (!isDataError(error)) throw error;
+      if (!isDataError(error) || (await isStoreDistributed(db))) throw error;
       const stopped = await stopSessionFailingTheFold(db, projection, held, options, connection, error);
       // Stopping it again would change nothing: the failure lies elsewhere.
       if (failed.some((earlier) => earlier.session_id === stopped.session_id)) throw error;
@@ -138,7 +141,7 @@ function batchValues(held: HeldLease, options: BatchOptions, limit: number): unk
 }
 
 /** The error an unmet `os_audit_require` of a batch stands for (SQLSTATE OA001), if `error` is one. */
-function unmetRequirement(error: unknown, projection: Projection, held: HeldLease): Error | undefined {
+export function unmetRequirement(error: unknown, projection: Projection, held: HeldLease): Error | undefined {
   const { code, message } = error as { code?: unknown; message?: unknown };
   if (code !== 'OA001' || typeof message !== 'string') return undefined;
   if (message.endsWith('the lease was lost')) return new LeaseLostError(projection.name, held.owner, held.epoch);

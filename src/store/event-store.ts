@@ -2,6 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { ConnectionLostError, isConnectionLoss } from '../db/connection-loss.js';
+import { notifyAppendedOnCitus } from '../db/distributed-store.js';
 import { poolOf } from '../db/open-database.js';
 import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { sleep } from '../time/sleep.js';
@@ -177,6 +178,7 @@ export class EventStore {
           : await this.appendSlicesAtHead(this.db, sessionId, count, encode)
         ).last_seq
       : await this.retrying(() => this.appendAtHeadCommitted(sessionId, count, encode));
+    await notifyAppendedOnCitus(this.db);
     return Array.from({ length: count }, (_, index) => lastSeq - count + 1 + index);
   }
 
@@ -342,10 +344,11 @@ export class EventStore {
       const { advanced } = (await advanceHeadsSql(spans).execute(this.db)).rows[0]!;
       if (advanced.length !== spans.sessionIds.length) throw await this.notAdvanced(rows, advanced);
       await copyEvents(this.copyClient, eventRowsText(rows, APPEND_SLICE));
-      return;
+    } else {
+      const result = (await appendSequencedSql(rows).execute(this.db)).rows[0]!;
+      if (result.inserted !== rows.seqs.length) throw await this.notAdvanced(rows, result.advanced);
     }
-    const result = (await appendSequencedSql(rows).execute(this.db)).rows[0]!;
-    if (result.inserted !== rows.seqs.length) throw await this.notAdvanced(rows, result.advanced);
+    await notifyAppendedOnCitus(this.db);
   }
 
   /** The conflict of the first row whose session did not advance. */

@@ -1,0 +1,135 @@
+import type { Kysely, RawBuilder } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { BatchConnection } from './batch-connection.js';
+import { type HeldLease, LeaseLostError } from './lease.js';
+import type { Projection } from './projection.js';
+import type { BatchOptions, BatchResult } from './run-batch.js';
+import type { StoppedSession } from './sql/batch-sql.js';
+import {
+  clearBatchSql,
+  clearWorkSql,
+  countBatchSql,
+  planWorkSql,
+  readWorkSql,
+  renewLeaseSql,
+  resumeUnreadableSql,
+  setAsideSql,
+  stopSessionsSql,
+  trimWorkSql,
+  workBatchSql,
+  workSizeSql,
+} from './sql/session-batch-sql.js';
+
+/** Stopped sessions a batch reports by name; all are in `projection_blocked_sessions`. */
+const STOPPED_REPORTED = 10;
+
+/** The statements of a projection's batch on Citus (see `session-batch-sql.ts`), compiled once. */
+export interface SessionBatch {
+  renewLease: string;
+  resumeUnreadable: string;
+  planWork: string;
+  readWork: string;
+  stopSessions: string;
+  trimWork: string;
+  fold: readonly string[];
+  setAside: string;
+  workSize: string;
+  countBatch: string;
+  clearWork: string;
+  clearBatch: string;
+}
+
+const compiledBatches = new WeakMap<Projection, SessionBatch>();
+
+/** {@link SessionBatch} of `projection`, compiled on the first call. */
+export function compileSessionBatch(db: Kysely<DB>, projection: Projection): SessionBatch {
+  let compiled = compiledBatches.get(projection);
+  if (compiled === undefined) {
+    const text = (builder: RawBuilder<unknown>) => builder.compile(db).sql;
+    compiled = {
+      renewLease: text(renewLeaseSql(projection)),
+      resumeUnreadable: text(resumeUnreadableSql(projection)),
+      planWork: text(planWorkSql(projection)),
+      readWork: text(readWorkSql(projection)),
+      stopSessions: text(stopSessionsSql(projection)),
+      trimWork: text(trimWorkSql(projection)),
+      fold: projection.foldStatements(workBatchSql(projection)).map(text),
+      setAside: text(setAsideSql(projection)),
+      workSize: text(workSizeSql(projection)),
+      countBatch: text(countBatchSql(projection)),
+      clearWork: text(clearWorkSql(projection)),
+      clearBatch: text(clearBatchSql(projection)),
+    };
+    compiledBatches.set(projection, compiled);
+  }
+  return compiled;
+}
+
+/**
+ * One batch of a projection on Citus, exactly once: its statements in one transaction (its
+ * own, or the caller's when `connection` is in one), which commits on every worker or on
+ * none. It renews the lease first, locking its row to the commit, so that batches of one
+ * projection never overlap; then plans the work (each session's next events, by seq), reads
+ * those events once into the projection's batch table, stops
+ * sessions at a hole or an unreadable event, folds the rest with the projection's statements
+ * (each run by Citus on every shard), sets unreadable events aside with `skipInvalid`, and
+ * counts the batch.
+ *
+ * Throws `LeaseLostError` when the lease is gone; nothing of the batch is kept then.
+ */
+export async function runSessionBatch(
+  batch: SessionBatch,
+  projection: Projection,
+  held: HeldLease,
+  options: BatchOptions,
+  connection: BatchConnection,
+): Promise<BatchResult> {
+  const inOwnTransaction = !connection.inTransaction;
+  if (inOwnTransaction) await connection.query('BEGIN', []);
+  try {
+    const result = await foldWork(batch, projection, held, options, connection);
+    if (inOwnTransaction) await connection.query('COMMIT', []);
+    return result;
+  } catch (error) {
+    if (inOwnTransaction) await connection.query('ROLLBACK', []).catch(() => {});
+    throw error;
+  }
+}
+
+async function foldWork(batch: SessionBatch, projection: Projection, held: HeldLease, options: BatchOptions, connection: BatchConnection): Promise<BatchResult> {
+  const [renewed] = await connection.query<{ version: number }>(batch.renewLease, [held.owner, held.epoch, options.leaseTtlMs]);
+  if (renewed === undefined) throw new LeaseLostError(projection.name, held.owner, held.epoch);
+  if (renewed.version !== projection.version) {
+    throw new Error(
+      renewed.version === null
+        ? `projection ${projection.name} is not registered in this database: run os-audit migrate (with the same projections)`
+        : `projection ${projection.name}: its tables hold version ${renewed.version} of its fold, and this os-audit folds version ${projection.version}: run os-audit rebuild --projection ${projection.name}`,
+    );
+  }
+  const resumed = options.skipInvalid ? await connection.query<{ session_id: string }>(batch.resumeUnreadable, []) : [];
+  await connection.query(batch.planWork, [options.batchSize]);
+  await connection.query(batch.readWork, []);
+  const stopped = await connection.query<StoppedSession>(batch.stopSessions, [options.skipInvalid]);
+  if (stopped.length > 0) await connection.query(batch.trimWork, []);
+  const [size] = await connection.query<{ events: string }>(batch.workSize, []);
+  const windowCount = Number(size!.events);
+  let skipped = 0;
+  if (windowCount > 0) {
+    for (const statement of batch.fold) await connection.query(statement, []);
+    if (options.skipInvalid) skipped = (await connection.query(batch.setAside, [])).length;
+  }
+  const applied = windowCount - skipped;
+  await connection.query(batch.countBatch, [applied, held.epoch]);
+  await connection.query(batch.clearWork, []);
+  await connection.query(batch.clearBatch, []);
+  const stoppedAgain = new Set(stopped.map((stop) => stop.session_id));
+  return {
+    windowCount,
+    eventsApplied: applied,
+    skipped,
+    stoppedCount: stopped.length,
+    stopped: [...stopped].sort((a, b) => (a.session_id < b.session_id ? -1 : 1)).slice(0, STOPPED_REPORTED),
+    resumedCount: resumed.filter(({ session_id }) => !stoppedAgain.has(session_id)).length,
+    checkpoint: undefined,
+  };
+}
