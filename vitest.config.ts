@@ -1,10 +1,28 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.spec.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'default',
+          include: ['test/**/*.spec.ts'],
+          exclude: [...configDefaults.exclude, 'test/citus/**'],
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+      {
+        // Against a Citus cluster of its own (test/support/citus-global-setup.ts), whatever DATABASE_URL says.
+        extends: true,
+        test: {
+          name: 'citus',
+          include: ['test/citus/**/*.spec.ts'],
+          globalSetup: ['test/support/citus-global-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -29,18 +29,26 @@ export async function createScratchDatabase(serverUrl: string, options: { migrat
     db,
     drop: async () => {
       await db.destroy();
-      await withClient(serverUrl, async (admin) => {
-        // pg's pool resolves end() before its sockets close: let them go before dropping, so
-        // that FORCE only ends connections a test leaked, not ones already on their way out.
-        for (let attempt = 0; attempt < 50; attempt += 1) {
-          const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
-          if (rows[0].n === 0) break;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      });
+      await dropDatabase(serverUrl, name);
     },
   };
+}
+
+/** Drops `name` on the server of `serverUrl` (a superuser connection), ending whatever still uses it. */
+export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  await withClient(serverUrl, async (admin) => {
+    // pg's pool resolves end() before its sockets close: let them go before dropping, so
+    // that FORCE only ends connections a test leaked, not ones already on their way out.
+    // The tests' connections only: Citus's maintenance daemon and the connections it opens
+    // itself (application citus_internal) stay until the drop.
+    const ours = "backend_type = 'client backend' AND application_name NOT LIKE 'citus\\_internal%'";
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND ${ours}`, [name]);
+      if (rows[0].n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
 }
 
 export function databaseUrl(serverUrl: string, database: string): string {

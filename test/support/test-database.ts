@@ -14,11 +14,20 @@ export function createTestDatabase(options: { migrate?: boolean } = {}): Promise
  * fields inside tests or hooks, not at module load.
  */
 export function useTestDatabase(options: { migrate?: boolean; perTest?: boolean } = {}): TestDatabase {
+  return useScratchDatabase(() => createTestDatabase({ migrate: options.migrate }), options);
+}
+
+/**
+ * A database that `create` makes before the calling file's tests (with `perTest`, before each
+ * test) and that is dropped after them: what {@link useTestDatabase} does on the test server,
+ * for any server.
+ */
+export function useScratchDatabase(create: () => Promise<ScratchDatabase>, options: { perTest?: boolean } = {}): TestDatabase {
   const [before, after] = options.perTest ? [beforeEach, afterEach] : [beforeAll, afterAll];
   const handle = {} as TestDatabase;
   let drop: (() => Promise<void>) | undefined;
   before(async () => {
-    const created = await createTestDatabase({ migrate: options.migrate });
+    const created = await create();
     Object.assign(handle, { url: created.url, name: created.name, db: created.db });
     drop = created.drop;
   });
