@@ -80,6 +80,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     LEFT JOIN projection_leases l ON l.projection = c.projection
     CROSS JOIN LATERAL os_audit_session_backlog(c.projection) backlog`.execute(db);
 
+  // The table's name in the refusal, not its shard's.
+  await sql`
+    CREATE OR REPLACE FUNCTION os_audit_refuse_history_change() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+      RAISE EXCEPTION '% on %: os-audit keeps history append-only', TG_OP, regexp_replace(TG_TABLE_NAME, '_\\d+$', '')
+        USING ERRCODE = 'insufficient_privilege',
+              HINT = 'events are never changed or removed; append a new event instead';
+    END
+    $$`.execute(db);
   await sql`
     CREATE FUNCTION os_audit_colocated_shard(shard regclass, logical regclass) RETURNS regclass
     LANGUAGE sql STABLE AS $$

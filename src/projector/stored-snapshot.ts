@@ -37,38 +37,63 @@ export interface StoredSnapshot {
  * ```
  */
 export async function readStoredSnapshot(db: Kysely<DB>, projection: Projection, sessionId: string): Promise<StoredSnapshot | undefined> {
-  const { rows } = await sql<{ json: string | null; last_seq: string | number | null } & Partial<Record<keyof SessionStop | 'stop_seq', unknown>>>`
-    SELECT j.snapshot::text AS json, s.last_seq, b.seq AS stop_seq, b.position, b.kind, b.reason, b.problem
+  return (await readStoredSnapshots(db, projection, [sessionId])).get(sessionId);
+}
+
+/**
+ * {@link readStoredSnapshot} of many sessions in one query (a page of `verify`; on Citus one
+ * query on every shard rather than one per session): those the projection has not reached are
+ * missing from the map.
+ */
+export async function readStoredSnapshots(db: Kysely<DB>, projection: Projection, sessionIds: readonly string[]): Promise<Map<string, StoredSnapshot>> {
+  const { rows } = await sql<{ session_id: string; json: string | null; last_seq: string | number | null } & Partial<Record<keyof SessionStop | 'stop_seq', unknown>>>`
+    SELECT h.session_id, j.snapshot::text AS json, s.last_seq, b.seq AS stop_seq, b.position, b.kind, b.reason, b.problem
     FROM sessions AS h
     LEFT JOIN ${sql.table(projection.snapshotView)} AS j ON j.session_id = h.session_id
     LEFT JOIN ${sql.table(projection.sessionHeads)} AS s ON s.session_id = h.session_id
     LEFT JOIN projection_blocked_sessions AS b ON b.session_id = h.session_id AND b.projection = ${projection.name}
-    WHERE h.session_id = ${sessionId}`.execute(db);
-  const row = rows[0];
-  if (row === undefined || (row.json === null && row.stop_seq === null)) return undefined;
-  const stopped: SessionStop | null =
-    row.stop_seq === null
-      ? null
-      : {
-          seq: Number(row.stop_seq),
-          position: row.position === null ? null : Number(row.position),
-          kind: row.kind as string | null,
-          reason: row.reason as SessionStop['reason'],
-          problem: row.problem as string,
-        };
-  if (row.json === null) return { json: projection.toJson(projection.init()), lastSeq: -1, stopped };
-  return { json: parseJson(row.json), lastSeq: Number(row.last_seq), stopped };
+    WHERE h.session_id = ANY (${sessionIds}::text[])`.execute(db);
+  const snapshots = new Map<string, StoredSnapshot>();
+  for (const row of rows) {
+    if (row.json === null && row.stop_seq === null) continue;
+    const stopped: SessionStop | null =
+      row.stop_seq === null
+        ? null
+        : {
+            seq: Number(row.stop_seq),
+            position: row.position === null ? null : Number(row.position),
+            kind: row.kind as string | null,
+            reason: row.reason as SessionStop['reason'],
+            problem: row.problem as string,
+          };
+    snapshots.set(
+      row.session_id,
+      row.json === null ? { json: projection.toJson(projection.init()), lastSeq: -1, stopped } : { json: parseJson(row.json), lastSeq: Number(row.last_seq), stopped },
+    );
+  }
+  return snapshots;
 }
 
 /** Positions of the session's events that `--skip-invalid` set aside for the projection (it did not fold them). */
 export async function skippedPositions(db: Kysely<DB>, projection: Projection, sessionId: string): Promise<Set<number>> {
+  return (await skippedPositionsOf(db, projection, [sessionId])).get(sessionId) ?? new Set();
+}
+
+/** {@link skippedPositions} of many sessions in one query: a session without any is missing from the map. */
+export async function skippedPositionsOf(db: Kysely<DB>, projection: Projection, sessionIds: readonly string[]): Promise<Map<string, Set<number>>> {
   const rows = await db
     .selectFrom('projection_errors')
-    .select('position')
+    .select(['session_id', 'position'])
     .where('projection', '=', projection.name)
-    .where('session_id', '=', sessionId)
+    .where('session_id', '=', sql<string>`ANY (${sessionIds}::text[])`)
     .execute();
-  return new Set(rows.map((row) => Number(row.position)));
+  const positions = new Map<string, Set<number>>();
+  for (const row of rows) {
+    const set = positions.get(row.session_id) ?? new Set<number>();
+    set.add(Number(row.position));
+    positions.set(row.session_id, set);
+  }
+  return positions;
 }
 
 /** A session's state folded from its log, the seq of the last event folded, and where the fold stopped. */

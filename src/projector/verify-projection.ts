@@ -3,7 +3,10 @@ import type { DB } from '../db/schema.js';
 import { diffJson } from '../json/diff-json.js';
 import { EventStore } from '../store/event-store.js';
 import type { Projection } from './projection.js';
-import { foldStoredLog, readStoredSnapshot, type SessionStop, skippedPositions } from './stored-snapshot.js';
+import { foldStoredLog, readStoredSnapshots, type SessionStop, type StoredSnapshot, skippedPositionsOf } from './stored-snapshot.js';
+
+/** Sessions whose snapshots and set-aside events are read in one query each. */
+const PAGE = 200;
 
 /** A session whose SQL snapshot is not the fold of its log. */
 export interface SnapshotMismatch {
@@ -44,18 +47,29 @@ export async function verifyProjection(
   const store = new EventStore(db);
   const sessionIds = await selectSessions(db, selection);
   const report: VerifyReport = { checked: 0, mismatches: [], pending: [] };
-  for (const sessionId of sessionIds) {
-    const differences = await verifySession(db, store, projection, sessionId);
-    if (differences === 'pending') report.pending.push(sessionId);
-    else if (differences.length > 0) report.mismatches.push({ sessionId, differences });
-    report.checked += 1;
-    onProgress?.(report.checked, sessionIds.length);
+  for (let from = 0; from < sessionIds.length; from += PAGE) {
+    const page = sessionIds.slice(from, from + PAGE);
+    const snapshots = await readStoredSnapshots(db, projection, page);
+    const skipped = await skippedPositionsOf(db, projection, page);
+    for (const sessionId of page) {
+      const differences = await verifySession(db, store, projection, sessionId, snapshots.get(sessionId), skipped.get(sessionId));
+      if (differences === 'pending') report.pending.push(sessionId);
+      else if (differences.length > 0) report.mismatches.push({ sessionId, differences });
+      report.checked += 1;
+      onProgress?.(report.checked, sessionIds.length);
+    }
   }
   return report;
 }
 
-async function verifySession(db: Kysely<DB>, store: EventStore, projection: Projection, sessionId: string): Promise<string[] | 'pending'> {
-  const stored = await readStoredSnapshot(db, projection, sessionId);
+async function verifySession(
+  db: Kysely<DB>,
+  store: EventStore,
+  projection: Projection,
+  sessionId: string,
+  stored: StoredSnapshot | undefined,
+  skippedPositions: ReadonlySet<number> | undefined,
+): Promise<string[] | 'pending'> {
   if (stored === undefined) {
     return (await projectorHasPassed(db, projection, sessionId))
       ? ['no snapshot row, but the projector has read events of this session']
@@ -66,7 +80,7 @@ async function verifySession(db: Kysely<DB>, store: EventStore, projection: Proj
   // A stopped session is folded until the log's own fold stops: it must stop at the same place.
   const folded = await foldStoredLog(store, projection, sessionId, {
     toSeq: stored.stopped === null ? stored.lastSeq : undefined,
-    skippedPositions: await skippedPositions(db, projection, sessionId),
+    skippedPositions,
   });
   const differences = diffJson(stored.json, projection.toJson(folded.state), ['sql', 'log']);
   if (folded.lastSeq !== stored.lastSeq) differences.unshift(`last_seq: sql ${stored.lastSeq}, log ${folded.lastSeq}`);

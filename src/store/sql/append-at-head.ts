@@ -12,14 +12,14 @@ export function appendAtHeadSql(sessionId: string, events: readonly EncodedEvent
   const columns = columnsOf(events);
   const count = events.length;
   return sql`
-    WITH head AS (${reserveSeqsSql(sessionId, count)}),
+    WITH head AS (${moveHeadSql(sessionId, count)}),
     inserted AS (
       INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text)
       SELECT ${sessionId}, head.last_seq - ${count} + e.ordinal, e.kind, e.turn, e.payload, e.payload_text
       FROM head, ROWS FROM (${eventColumnsSql(columns)}) WITH ORDINALITY AS e(kind, turn, payload, payload_text, ordinal)
       ORDER BY e.ordinal
     )
-    SELECT last_seq, transaction_id FROM head`;
+    SELECT last_seq, pg_current_xact_id()::text AS transaction_id FROM head`;
 }
 
 /** A session's new head, and the transaction that moved it (to learn its fate should the connection drop at commit). */
@@ -34,10 +34,19 @@ export interface HeadReserved {
  * whose row lock on the head keeps the session's other writers waiting until it ends.
  */
 export function reserveSeqsSql(sessionId: string, count: number): RawBuilder<HeadReserved> {
+  return sql`WITH head AS (${moveHeadSql(sessionId, count)}) SELECT last_seq, pg_current_xact_id()::text AS transaction_id FROM head`;
+}
+
+/**
+ * The upsert of {@link reserveSeqsSql}, returning the new `last_seq`. The transaction id is
+ * asked outside it: Citus refuses it in a RETURNING, and outside it gives the coordinator's,
+ * which the events' `transaction_id` also hold.
+ */
+function moveHeadSql(sessionId: string, count: number): RawBuilder<{ last_seq: number }> {
   return sql`
     INSERT INTO sessions AS s (session_id, last_seq)
     VALUES (${sessionId}, ${count - 1})
     ON CONFLICT (session_id) DO UPDATE
       SET last_seq = s.last_seq + ${count}
-    RETURNING last_seq, pg_current_xact_id()::text AS transaction_id`;
+    RETURNING last_seq`;
 }
