@@ -8,7 +8,7 @@ import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
 import { batchParameters, type BatchOutcome, batchSql, type StoppedSession, stopAtWindowEventSql } from './sql/batch-sql.js';
 import { isStoreDistributed } from '../db/distributed-store.js';
-import { compileSessionBatch, runSessionBatch } from './run-session-batch.js';
+import { compileSessionBatch, runSessionBatch, stopSessionFailingOnCitus } from './run-session-batch.js';
 
 export interface BatchOptions {
   /** Events read from the log per batch (the window); bounds time and memory. */
@@ -126,8 +126,10 @@ export async function runBatchStoppingFailures(
       if (failed.length === 0) return result;
       return { ...result, stoppedCount: failed.length + result.stoppedCount, stopped: [...failed, ...result.stopped] };
     } catch (error) {
-      if (!isDataError(error) || (await isStoreDistributed(db))) throw error;
-      const stopped = await stopSessionFailingTheFold(db, projection, held, options, connection, error);
+      if (!isDataError(error)) throw error;
+      const stopped = (await isStoreDistributed(db))
+        ? await stopSessionFailingOnCitus(compileSessionBatch(db, projection), projection, held, options, connection, error, isDataError)
+        : await stopSessionFailingTheFold(db, projection, held, options, connection, error);
       // Stopping it again would change nothing: the failure lies elsewhere.
       if (failed.some((earlier) => earlier.session_id === stopped.session_id)) throw error;
       failed.push(stopped);

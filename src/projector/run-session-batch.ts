@@ -1,6 +1,6 @@
 import type { Kysely, RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.js';
-import type { BatchConnection } from './batch-connection.js';
+import { type BatchConnection, undone } from './batch-connection.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
 import type { Projection } from './projection.js';
 import type { BatchOptions, BatchResult } from './run-batch.js';
@@ -14,9 +14,11 @@ import {
   renewLeaseSql,
   resumeUnreadableSql,
   setAsideSql,
+  stopFailedSessionSql,
   stopSessionsSql,
   trimWorkSql,
   workBatchSql,
+  workSessionsSql,
   workSizeSql,
 } from './sql/session-batch-sql.js';
 
@@ -37,6 +39,8 @@ export interface SessionBatch {
   countBatch: string;
   clearWork: string;
   clearBatch: string;
+  workSessions: string;
+  stopFailedSession: string;
 }
 
 const compiledBatches = new WeakMap<Projection, SessionBatch>();
@@ -59,6 +63,8 @@ export function compileSessionBatch(db: Kysely<DB>, projection: Projection): Ses
       countBatch: text(countBatchSql(projection)),
       clearWork: text(clearWorkSql(projection)),
       clearBatch: text(clearBatchSql(projection)),
+      workSessions: text(workSessionsSql(projection)),
+      stopFailedSession: text(stopFailedSessionSql(projection)),
     };
     compiledBatches.set(projection, compiled);
   }
@@ -87,7 +93,7 @@ export async function runSessionBatch(
   const inOwnTransaction = !connection.inTransaction;
   if (inOwnTransaction) await connection.query('BEGIN', []);
   try {
-    const result = await foldWork(batch, projection, held, options, connection);
+    const result = await foldWork(batch, projection, held, options, connection, null);
     if (inOwnTransaction) await connection.query('COMMIT', []);
     return result;
   } catch (error) {
@@ -96,18 +102,18 @@ export async function runSessionBatch(
   }
 }
 
-async function foldWork(batch: SessionBatch, projection: Projection, held: HeldLease, options: BatchOptions, connection: BatchConnection): Promise<BatchResult> {
-  const [renewed] = await connection.query<{ version: number }>(batch.renewLease, [held.owner, held.epoch, options.leaseTtlMs]);
-  if (renewed === undefined) throw new LeaseLostError(projection.name, held.owner, held.epoch);
-  if (renewed.version !== projection.version) {
-    throw new Error(
-      renewed.version === null
-        ? `projection ${projection.name} is not registered in this database: run os-audit migrate (with the same projections)`
-        : `projection ${projection.name}: its tables hold version ${renewed.version} of its fold, and this os-audit folds version ${projection.version}: run os-audit rebuild --projection ${projection.name}`,
-    );
-  }
+/** The batch's statements in the transaction open on `connection`, over `sessions` only (null: all). */
+async function foldWork(
+  batch: SessionBatch,
+  projection: Projection,
+  held: HeldLease,
+  options: BatchOptions,
+  connection: BatchConnection,
+  sessions: readonly string[] | null,
+): Promise<BatchResult> {
+  await renewLease(batch, projection, held, options, connection);
   const resumed = options.skipInvalid ? await connection.query<{ session_id: string }>(batch.resumeUnreadable, []) : [];
-  await connection.query(batch.planWork, [options.batchSize]);
+  await connection.query(batch.planWork, [options.batchSize, sessions]);
   await connection.query(batch.readWork, []);
   const stopped = await connection.query<StoppedSession>(batch.stopSessions, [options.skipInvalid]);
   if (stopped.length > 0) await connection.query(batch.trimWork, []);
@@ -132,4 +138,71 @@ async function foldWork(batch: SessionBatch, projection: Projection, held: HeldL
     resumedCount: resumed.filter(({ session_id }) => !stoppedAgain.has(session_id)).length,
     checkpoint: undefined,
   };
+}
+
+/** Renews the lease (its row locked to the commit) and checks the projection's version, or throws. */
+async function renewLease(batch: SessionBatch, projection: Projection, held: HeldLease, options: BatchOptions, connection: BatchConnection): Promise<void> {
+  const [renewed] = await connection.query<{ version: number | null }>(batch.renewLease, [held.owner, held.epoch, options.leaseTtlMs]);
+  if (renewed === undefined) throw new LeaseLostError(projection.name, held.owner, held.epoch);
+  if (renewed.version !== projection.version) {
+    throw new Error(
+      renewed.version === null
+        ? `projection ${projection.name} is not registered in this database: run os-audit migrate (with the same projections)`
+        : `projection ${projection.name}: its tables hold version ${renewed.version} of its fold, and this os-audit folds version ${projection.version}: run os-audit rebuild --projection ${projection.name}`,
+    );
+  }
+}
+
+/**
+ * After a batch on Citus failed on a data error (`error`): finds a session whose batch alone
+ * fails (trial batches over halves of the batch's sessions, each undone) and stops it at its
+ * first unfolded event with the error (reason `failed`), so that the next batch passes it over
+ * and every other session goes on. A fault of the projection's SQL, not of the log. Returns the
+ * stopped session; throws `error` when no single session fails alone.
+ */
+export async function stopSessionFailingOnCitus(
+  batch: SessionBatch,
+  projection: Projection,
+  held: HeldLease,
+  options: BatchOptions,
+  connection: BatchConnection,
+  error: unknown,
+  isDataError: (error: unknown) => boolean,
+): Promise<StoppedSession> {
+  const planned = await undone(connection, async () => {
+    await renewLease(batch, projection, held, options, connection);
+    await connection.query(batch.planWork, [options.batchSize, null]);
+    return (await connection.query<{ session_id: string }>(batch.workSessions, [])).map((row) => row.session_id);
+  });
+  const failureOf = (sessions: readonly string[]) =>
+    undone(connection, async () => {
+      try {
+        await foldWork(batch, projection, held, options, connection, sessions);
+        return undefined;
+      } catch (failure) {
+        if (!isDataError(failure)) throw failure;
+        return failure;
+      }
+    });
+  let suspects = planned;
+  while (suspects.length > 1) {
+    const half = suspects.slice(0, Math.ceil(suspects.length / 2));
+    suspects = (await failureOf(half)) !== undefined ? half : suspects.slice(half.length);
+  }
+  // The one left must fail alone: else the failure lies in no single session.
+  const failure = suspects.length === 1 ? await failureOf(suspects) : undefined;
+  if (failure === undefined) throw error;
+  const message = `the projection's SQL failed on the events of this session: ${(failure as Error).message}`;
+  const inOwnTransaction = !connection.inTransaction;
+  if (inOwnTransaction) await connection.query('BEGIN', []);
+  try {
+    await renewLease(batch, projection, held, options, connection);
+    const [stopped] = await connection.query<StoppedSession>(batch.stopFailedSession, [suspects[0], message]);
+    if (stopped === undefined) throw error;
+    if (inOwnTransaction) await connection.query('COMMIT', []);
+    return stopped;
+  } catch (stopFailure) {
+    if (inOwnTransaction) await connection.query('ROLLBACK', []).catch(() => {});
+    throw stopFailure;
+  }
 }

@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
 import type { DB } from '../../src/db/schema.js';
 import { parseJson } from '../../src/json/parse-json.js';
-import type { JsonValue } from '../../src/json/json-value.js';
+import type { JsonObject, JsonValue } from '../../src/json/json-value.js';
 import { Projector } from '../../src/projector/projector.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { gatedToolsProjection } from '../support/gated-tools-projection.js';
 import { verifyProjection } from '../../src/projector/verify-projection.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { type CitusCluster, startCitusCluster } from '../support/citus-cluster.js';
@@ -60,7 +62,7 @@ async function writer(store: EventStore, prefix: string, sessions: number, appen
   let stored = 0;
   for (let i = 0; i < appends; i++) {
     const sessionId = `${prefix}-${i % sessions}`;
-    const events = [
+    const events: JsonObject[] = [
       { kind: 'tool_gated', turn: i, tool: `tool-${i % 5}` },
       { kind: 'signal_disposed', turn: i, signal_id: `signal-${i}`, disposition: 'delivered', queue_depth: i % 3 },
       { kind: 'agent_process_changed', turn: i, agent_id: `agent-${i % 4}`, state: i % 2 ? 'running' : 'waiting' },
@@ -135,6 +137,65 @@ describe.runIf(citusTestsRun)('the projector on Citus', () => {
         SELECT projection, events_applied::int FROM projection_checkpoints ORDER BY projection`.execute(db);
       for (const row of rows) expect(row.events_applied, row.projection).toBe(corpus.events + written);
       await expectEveryProjectionEqualsItsLog(db);
+    });
+  });
+
+  describe('shards moved by the rebalancer under the daemon and the writers', () => {
+    const testDb = useCitusDatabase();
+
+    it('folds every event exactly once wherever its shard goes', async () => {
+      const db = testDb.db;
+      const abort = new AbortController();
+      const daemons = builtInProjections.map((projection) => new Projector(db, projection, { pollIntervalMs: 100, listenUrl: testDb.url }).run(abort.signal));
+      const store = new EventStore(db);
+      const writing = Promise.all(Array.from({ length: 3 }, (_, w) => writer(store, `moved-${w}`, 16, 60)));
+      // Every shard group of the store goes to the other worker, one after another, writes blocked only while each moves.
+      const { rows: shards } = await sql<{ shardid: string; nodename: string; nodeport: number }>`
+        SELECT shardid::text, nodename, nodeport FROM citus_shards WHERE table_name = 'session_events'::regclass ORDER BY shardid`.execute(db);
+      const ports = [...new Set(shards.map((shard) => shard.nodeport))];
+      expect(ports).toHaveLength(2);
+      for (const shard of shards.slice(0, 4)) {
+        const target = ports.find((port) => port !== shard.nodeport)!;
+        await sql`SELECT citus_move_shard_placement(${shard.shardid}::bigint, ${shard.nodename}, ${shard.nodeport}, ${shard.nodename}, ${target}, shard_transfer_mode => 'block_writes')`.execute(db);
+      }
+      const written = (await writing).reduce((sum, n) => sum + n, 0);
+      await waitForNoBacklog(db, 60_000);
+      abort.abort();
+      await Promise.all(daemons);
+
+      const { rows: after } = await sql<{ shardid: string; nodeport: number }>`
+        SELECT shardid::text, nodeport FROM citus_shards WHERE table_name = 'session_events'::regclass ORDER BY shardid`.execute(db);
+      expect(after.slice(0, 4).map((shard) => shard.nodeport)).toEqual(shards.slice(0, 4).map((shard) => ports.find((port) => port !== shard.nodeport)));
+      const { rows } = await sql<{ events_applied: number }>`SELECT events_applied::int FROM projection_checkpoints`.execute(db);
+      for (const row of rows) expect(row.events_applied).toBe(written);
+      await expectEveryProjectionEqualsItsLog(db);
+    });
+  });
+
+  describe("a projection whose SQL fails on one session's events", () => {
+    const testDb = useCitusDatabase();
+
+    it('stops that session alone (reason failed) and folds every other', async () => {
+      const db = testDb.db;
+      await migrateToLatest(db, [...builtInProjections, gatedToolsProjection]);
+      const store = new EventStore(db);
+      for (let s = 0; s < 12; s++) {
+        await store.append(`gates-${s}`, [
+          { kind: 'tool_gated', turn: 1, tool: 'read' },
+          { kind: 'tool_gated', turn: 2, tool: s === 7 ? 'boom' : 'write' },
+          { kind: 'tool_gated', turn: 3, tool: 'read' },
+        ]);
+      }
+      const report = await new Projector(db, gatedToolsProjection, { pollIntervalMs: 50 }).catchUp();
+      expect(report.stopped).toBe(1);
+      const { rows } = await sql<{ session_id: string; seq: number; reason: string; problem: string }>`
+        SELECT session_id, seq::int, reason, problem FROM projection_blocked_sessions WHERE projection = 'gated_tools'`.execute(db);
+      expect(rows).toEqual([
+        { session_id: 'gates-7', seq: 0, reason: 'failed', problem: expect.stringContaining("the projection's SQL failed on the events of this session") },
+      ]);
+      const report2 = await verifyProjection(db, gatedToolsProjection, { all: true });
+      expect(report2.mismatches.map((mismatch) => mismatch.sessionId)).toEqual(['gates-7']);
+      expect(report2.checked).toBe(12);
     });
   });
 

@@ -37,8 +37,9 @@ export function resumeUnreadableSql(projection: Projection): RawBuilder<{ sessio
 }
 
 /**
- * `$1` the most events per session: the batch's sessions, each from the seq after its head in
- * the projection to the session's head (at most `$1` of them), unless the session is stopped.
+ * `$1` the most events per session, `$2` the sessions to take (null: all): the batch's
+ * sessions, each from the seq after its head in the projection to the session's head (at most
+ * `$1` of them), unless the session is stopped.
  */
 export function planWorkSql(projection: Projection): RawBuilder<unknown> {
   const name = sql.lit(projection.name);
@@ -49,7 +50,8 @@ export function planWorkSql(projection: Projection): RawBuilder<unknown> {
     LEFT JOIN (SELECT session_id, max(last_seq) AS last_seq FROM ${sql.table(projection.sessionHeads)} GROUP BY session_id) AS h
       ON h.session_id = s.session_id
     LEFT JOIN projection_blocked_sessions AS b ON b.session_id = s.session_id AND b.projection = ${name}
-    WHERE s.last_seq > coalesce(h.last_seq, -1) AND b.session_id IS NULL`;
+    WHERE s.last_seq > coalesce(h.last_seq, -1) AND b.session_id IS NULL
+      AND ($2::text[] IS NULL OR s.session_id = ANY ($2::text[]))`;
 }
 
 /** The projection's batch table on Citus: the batch's events, read. */
@@ -174,4 +176,26 @@ export function clearWorkSql(projection: Projection): RawBuilder<unknown> {
 /** Empties the projection's batch table. */
 export function clearBatchSql(projection: Projection): RawBuilder<unknown> {
   return sql`DELETE FROM ${sql.table(batchTableOf(projection))}`;
+}
+
+/** The sessions of the batch planned: `session_id`, in order. */
+export function workSessionsSql(projection: Projection): RawBuilder<{ session_id: string }> {
+  return sql`SELECT session_id FROM projection_work WHERE projection = ${sql.lit(projection.name)} ORDER BY session_id`;
+}
+
+/**
+ * `$1` session, `$2` problem: stops the session at its first event the projection has not
+ * folded, with reason `failed` (the projection's SQL failed on its events); returns where.
+ */
+export function stopFailedSessionSql(projection: Projection): RawBuilder<StoppedSession> {
+  return sql`
+    INSERT INTO projection_blocked_sessions AS b (projection, session_id, seq, position, kind, reason, problem)
+    SELECT ${sql.lit(projection.name)}, e.session_id, e.seq, e.position, e.kind, 'failed', $2::text
+    FROM session_events AS e
+    WHERE e.session_id = $1::text
+      AND e.seq = (SELECT coalesce(max(last_seq), -1) + 1 FROM ${sql.table(projection.sessionHeads)} WHERE session_id = $1::text)
+    ON CONFLICT (projection, session_id) DO UPDATE
+      SET seq = excluded.seq, position = excluded.position, kind = excluded.kind, reason = excluded.reason,
+          problem = excluded.problem, blocked_at = excluded.blocked_at
+    RETURNING session_id, seq, position, kind, reason, problem`;
 }
