@@ -38,6 +38,11 @@ const BLOCKED_LISTED = 5;
 export interface ProjectionStatus {
   projection: string;
   checkpoint: { transactionId: string; position: number; updatedAt: Date; eventsApplied: number };
+  /**
+   * On Citus: the projector reads each session's events by seq from the projection's heads,
+   * and the checkpoint's transaction id and position stay at 0 (see docs/scale-out.md).
+   */
+  distributed: boolean;
   /** The version of the projection's fold that wrote its tables (see `Projection.version`). */
   version: number;
   behind: { events: number; seconds: number };
@@ -96,7 +101,8 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
     .execute();
 
   // On Citus the projector reads by seq: no transaction holds events back.
-  const heldBack = behind.events > 0 && !(await storeIsDistributed(db)) && (await backlogWaitsForOpenTransaction(db, checkpoint));
+  const distributed = await storeIsDistributed(db);
+  const heldBack = behind.events > 0 && !distributed && (await backlogWaitsForOpenTransaction(db, checkpoint));
   return {
     projection,
     checkpoint: {
@@ -105,6 +111,7 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
       updatedAt: checkpoint.updated_at,
       eventsApplied: checkpoint.events_applied,
     },
+    distributed,
     version: checkpoint.version,
     behind,
     leader: lease ? { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expires_at, live: lease.live } : null,

@@ -19,6 +19,7 @@ function status(events: number, seconds: number, skippedEvents: number, blockedS
   return {
     projection: 'os_snapshot',
     version: 1,
+    distributed: false,
   checkpoint: { ...checkpoint, updatedAt: new Date(), eventsApplied: 0 },
     behind: { events, seconds },
     leader: null,

@@ -28,7 +28,8 @@ export function registerStatusCommand(program: Command, io: CliIo): void {
 function describeStatus(status: ProjectionStatus): string {
   const lines = [`projection ${status.projection} (version ${status.version})`];
   const { checkpoint, behind, leader, lastError, horizonHeldBy } = status;
-  lines.push(`  checkpoint: transaction ${checkpoint.transactionId}, position ${checkpoint.position} (updated ${checkpoint.updatedAt.toISOString()}; ${checkpoint.eventsApplied} events folded)`);
+  const where = status.distributed ? "each session's seq in the projection's heads (Citus)" : `transaction ${checkpoint.transactionId}, position ${checkpoint.position}`;
+  lines.push(`  checkpoint: ${where} (updated ${checkpoint.updatedAt.toISOString()}; ${checkpoint.eventsApplied} events folded)`);
   lines.push(`  behind:     ${behind.events} events, ${behind.seconds.toFixed(1)} s`);
   lines.push(
     leader === null
