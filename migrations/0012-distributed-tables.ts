@@ -20,6 +20,9 @@ import { type Kysely, sql } from 'kysely';
  *   fire on (`os_audit_colocated_shard`), so that the check runs where the data is.
  * - The NOTIFY wake-up would reach only a worker: os-audit's writers notify on the coordinator
  *   instead (see `EventStore`), and the projector also polls.
+ * - Views read the shards on the workers as the user who queries them, not as their owner: the
+ *   reader role gets the columns its views show of the log (never `payload`), of the heads and
+ *   of the stopped and set-aside events; the projector role gets `projection_work`.
  * - The horizon index (transaction id, position) is dropped: the projector on Citus finds new
  *   events by each session's seq, not by transaction ids (see docs/scale-out.md). So does the
  *   backlog of `os_projection_lag`: the events of each session past the projection's heads
@@ -161,6 +164,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       RETURN NULL;
     END
     $$`.execute(db);
+
+  await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON projection_work TO os_audit_projector`.execute(db);
+  await sql`GRANT SELECT (session_id, seq, kind, turn, recorded_at) ON session_events TO os_audit_reader`.execute(db);
+  await sql`GRANT SELECT ON sessions, projection_blocked_sessions, projection_errors TO os_audit_reader`.execute(db);
 
   // Triggers ride along to the shards (Citus calls triggers on distributed tables "unsafe":
   // ours read only their own shard group, see above).

@@ -12,8 +12,7 @@ const PROJECTOR_ROLE = 'os_audit_projector';
  * (at the start of the log, at its version) unless it has one, and the roles' grants on what it
  * declares: the reader role reads its tables and views, the projector role also writes its
  * tables and uses their sequences. On Citus its tables are distributed by `session_id`,
- * colocated with the store's (a table without that column stays on the coordinator), and the
- * projector role may use `projection_work`, where every batch plans its sessions. Each
+ * colocated with the store's (a table without that column stays on the coordinator). Each
  * statement may run again: `migrate` runs them every time.
  *
  * @example
@@ -23,8 +22,6 @@ const PROJECTOR_ROLE = 'os_audit_projector';
  */
 export async function registerProjections(db: Kysely<any>, projections: readonly Projection[]): Promise<void> {
   const distributed = await storeIsDistributed(db);
-  // Every batch on Citus plans its work in projection_work (0012), as the projector's user.
-  if (distributed) await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON projection_work TO ${sql.id(PROJECTOR_ROLE)}`.execute(db);
   for (const projection of projections) {
     await sql`
       INSERT INTO projection_checkpoints (projection, version) VALUES (${projection.name}, ${projection.version})
