@@ -5,43 +5,13 @@ import { type HeldLease, LeaseLostError } from './lease.js';
 import type { Projection } from './projection.js';
 import type { BatchOptions, BatchResult } from './run-batch.js';
 import type { StoppedSession } from './sql/batch-sql.js';
-import {
-  clearBatchSql,
-  clearWorkSql,
-  countBatchSql,
-  planWorkSql,
-  readWorkSql,
-  renewLeaseSql,
-  resumeUnreadableSql,
-  setAsideSql,
-  stopFailedSessionSql,
-  stopSessionsSql,
-  trimWorkSql,
-  workBatchSql,
-  workSessionsSql,
-  workSizeSql,
-} from './sql/session-batch-sql.js';
+import { SESSION_BATCH_STATEMENTS, workBatchSql } from './sql/session-batch-sql.js';
 
 /** Stopped sessions a batch reports by name; all are in `projection_blocked_sessions`. */
 const STOPPED_REPORTED = 10;
 
-/** The statements of a projection's batch on Citus (see `session-batch-sql.ts`), compiled once. */
-export interface SessionBatch {
-  renewLease: string;
-  resumeUnreadable: string;
-  planWork: string;
-  readWork: string;
-  stopSessions: string;
-  trimWork: string;
-  fold: readonly string[];
-  setAside: string;
-  workSize: string;
-  countBatch: string;
-  clearWork: string;
-  clearBatch: string;
-  workSessions: string;
-  stopFailedSession: string;
-}
+/** The statements of a projection's batch on Citus (see `session-batch-sql.ts`), compiled once: each one's text, and the projection's fold statements. */
+export type SessionBatch = { readonly [Name in keyof typeof SESSION_BATCH_STATEMENTS]: string } & { readonly fold: readonly string[] };
 
 const compiledBatches = new WeakMap<Projection, SessionBatch>();
 
@@ -50,22 +20,8 @@ export function compileSessionBatch(db: Kysely<DB>, projection: Projection): Ses
   let compiled = compiledBatches.get(projection);
   if (compiled === undefined) {
     const text = (builder: RawBuilder<unknown>) => builder.compile(db).sql;
-    compiled = {
-      renewLease: text(renewLeaseSql(projection)),
-      resumeUnreadable: text(resumeUnreadableSql(projection)),
-      planWork: text(planWorkSql(projection)),
-      readWork: text(readWorkSql(projection)),
-      stopSessions: text(stopSessionsSql(projection)),
-      trimWork: text(trimWorkSql(projection)),
-      fold: projection.foldStatements(workBatchSql(projection)).map(text),
-      setAside: text(setAsideSql(projection)),
-      workSize: text(workSizeSql(projection)),
-      countBatch: text(countBatchSql(projection)),
-      clearWork: text(clearWorkSql(projection)),
-      clearBatch: text(clearBatchSql(projection)),
-      workSessions: text(workSessionsSql(projection)),
-      stopFailedSession: text(stopFailedSessionSql(projection)),
-    };
+    const statements = Object.entries(SESSION_BATCH_STATEMENTS).map(([name, statement]) => [name, text(statement(projection))]);
+    compiled = { ...Object.fromEntries(statements), fold: projection.foldStatements(workBatchSql(projection)).map(text) } as SessionBatch;
     compiledBatches.set(projection, compiled);
   }
   return compiled;

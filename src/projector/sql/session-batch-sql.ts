@@ -199,3 +199,20 @@ export function stopFailedSessionSql(projection: Projection): RawBuilder<Stopped
           problem = excluded.problem, blocked_at = excluded.blocked_at
     RETURNING session_id, seq, position, kind, reason, problem`;
 }
+
+/** The batch's statements by name (all but the projection's fold), as `runSessionBatch` runs them. */
+export const SESSION_BATCH_STATEMENTS = {
+  renewLease: renewLeaseSql,
+  resumeUnreadable: resumeUnreadableSql,
+  planWork: planWorkSql,
+  readWork: readWorkSql,
+  stopSessions: stopSessionsSql,
+  trimWork: trimWorkSql,
+  setAside: setAsideSql,
+  workSize: workSizeSql,
+  countBatch: countBatchSql,
+  clearWork: clearWorkSql,
+  clearBatch: clearBatchSql,
+  workSessions: workSessionsSql,
+  stopFailedSession: stopFailedSessionSql,
+} satisfies Record<string, (projection: Projection) => RawBuilder<unknown>>;
