@@ -23,6 +23,12 @@ import { type Kysely, sql } from 'kysely';
  * - Views read the shards on the workers as the user who queries them, not as their owner: the
  *   reader role gets the columns its views show of the log (never `payload`), of the heads and
  *   of the stopped and set-aside events; the projector role gets `projection_work`.
+ * - Citus locks a whole shard for a multi-shard UPDATE against concurrent writes into it (its
+ *   "commutativity" rules, made for statement replication): two imports moving the heads of
+ *   their own sessions then deadlock across the workers. Here every write of os-audit goes to
+ *   rows of its own (a session's head under its row lock, a projection's own work rows), and
+ *   shards are not replicated by statement, so the database treats modifications as
+ *   commutative (`citus.all_modifications_commutative`), taking row locks only.
  * - The horizon index (transaction id, position) is dropped: the projector on Citus finds new
  *   events by each session's seq, not by transaction ids (see docs/scale-out.md). So does the
  *   backlog of `os_projection_lag`: the events of each session past the projection's heads
@@ -166,6 +172,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     $$`.execute(db);
 
   await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON projection_work TO os_audit_projector`.execute(db);
+  await sql`
+    DO $$ BEGIN
+      EXECUTE format('ALTER DATABASE %I SET citus.all_modifications_commutative = on', current_database());
+    END $$`.execute(db);
   await sql`GRANT SELECT (session_id, seq, kind, turn, recorded_at) ON session_events TO os_audit_reader`.execute(db);
   await sql`GRANT SELECT ON sessions, projection_blocked_sessions, projection_errors TO os_audit_reader`.execute(db);
 

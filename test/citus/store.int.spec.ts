@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Kysely, sql } from 'kysely';
@@ -122,6 +122,18 @@ describe.runIf(citusTestsRun)('the event store on Citus', () => {
         })
         .join(''),
     );
+  });
+
+  it('imports a folder of many session files four at a time, without a deadlock between the imports', async () => {
+    const directory = path.join(folder, 'many-files');
+    mkdirSync(directory);
+    for (let s = 0; s < 104; s++) {
+      const lines = Array.from({ length: 1000 }, (_, seq) => JSON.stringify({ seq, event: { kind: 'tool_gated', turn: seq, tool: `tool-${seq % 7}`, note: 'x'.repeat(300) } }));
+      writeFileSync(path.join(directory, `files-${String(s).padStart(4, '0')}.jsonl`), `${lines.join('\n')}\n`);
+    }
+    const imported = await runCliInProcess(['import', directory], { env: { DATABASE_URL: testDb.url } });
+    expect(imported.stderr).toBe('');
+    expect(imported.stdout).toContain('imported 104000 new events; 0 were already stored (104 sessions from 104 files)');
   });
 
   it("serves the runtime's SessionLog: appends in order, reads back, the latest seq", async () => {
