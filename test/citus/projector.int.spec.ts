@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
 import type { DB } from '../../src/db/schema.js';
 import { parseJson } from '../../src/json/parse-json.js';
-import type { JsonValue } from '../../src/json/json-value.js';
+import type { JsonObject, JsonValue } from '../../src/json/json-value.js';
 import { Projector } from '../../src/projector/projector.js';
 import { verifyProjection } from '../../src/projector/verify-projection.js';
 import { EventStore } from '../../src/store/event-store.js';
@@ -60,7 +60,7 @@ async function writer(store: EventStore, prefix: string, sessions: number, appen
   let stored = 0;
   for (let i = 0; i < appends; i++) {
     const sessionId = `${prefix}-${i % sessions}`;
-    const events = [
+    const events: JsonObject[] = [
       { kind: 'tool_gated', turn: i, tool: `tool-${i % 5}` },
       { kind: 'signal_disposed', turn: i, signal_id: `signal-${i}`, disposition: 'delivered', queue_depth: i % 3 },
       { kind: 'agent_process_changed', turn: i, agent_id: `agent-${i % 4}`, state: i % 2 ? 'running' : 'waiting' },
