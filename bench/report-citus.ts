@@ -53,7 +53,7 @@ export function citusLines(r: Results): string[][] {
   const s = r.catchUp;
   const k = c.catchUp;
   lines.push([
-    `catch-up limit: set-based SQL of every projection over the whole log (on the cluster: its fold statements, each on the shards)`,
+    `catch-up limit: set-based SQL of every projection over the whole log (on the cluster: a read into its batch table, then its fold statements, each on the shards)`,
     evs(s.medianLimitEventsPerSecond),
     '—',
     evs(k.medianLimitEventsPerSecond),
@@ -88,6 +88,12 @@ function failuresNote(failures: readonly string[] | undefined, succeeded: number
   if (!failures || failures.length === 0) return '';
   const reasons = [...new Set(failures)].join('; ');
   return ` (${failures.length} of ${failures.length + succeeded} runs failed: ${reasons})`;
+}
+
+/** `2 batches per run, summed over the 2 projections`, from the projector's summaries. */
+function batchesNote(c: CatchUpFigures): string {
+  const counts = [...new Set(c.projector.map((run) => run.batches))];
+  return `${counts.join(' or ')} batches per run, summed over the ${builtInProjections.length} projections`;
 }
 
 function copyRate(append: AppendFigures): number {
@@ -129,7 +135,7 @@ export function citusMarkdown(r: BenchResults, c: CitusFigures): string[] {
     '',
     '- **Append**: the same corpus, methods and writers as on the single server, each sample on a new database created on the three nodes and migrated (distributed). The API and both imports write through the coordinator. The stream import is one transaction over every session, so it writes on both workers and commits with two-phase commit; the in-process import stores a group of session files per transaction, 4 at once. The limit: the same rows COPYed through the coordinator into a table `LIKE session_events` distributed by `session_id` and colocated with it (no triggers). A method that fails on the cluster is reported as such with its error, and the run goes on.',
     '- **CHECKPOINT**: before each measured step it runs on every node (`run_command_on_workers`), since each worker writes its own shards.',
-    "- **Catch-up**: the corpus is loaded through the coordinator by the same loader (COPY into the distributed `session_events`, heads moved first in each transaction), then `VACUUM ANALYZE`, which Citus runs on each shard. `os-audit project --once` runs against the coordinator: on Citus the projector finds new events by seq, and each statement of its batches runs on the shards (docs/scale-out.md).",
+    `- **Catch-up**: the corpus is loaded through the coordinator by the same loader (COPY into the distributed \`session_events\`, heads moved first in each transaction), then \`VACUUM ANALYZE\`, which Citus runs on each shard. \`os-audit project --once\` runs against the coordinator: on Citus the projector finds new events by seq, and each statement of its batches runs on the shards (docs/scale-out.md). Its batch size counts events per session, and no session of the corpus has more, so it folded the whole log in ${batchesNote(k)}, each projection's in one distributed transaction. Beyond what the limit does, a batch plans its work (\`sessions\` against the projection's heads, into \`projection_work\`), reads the events through that plan, looks for holes and unreadable events (window functions over the batch), counts the events, and empties the work and batch tables with DELETE.`,
     `- **Set-based limit on the cluster**: what the projector's batches do, over the whole log at once, every projection in turn in one transaction: one statement reads the events of the kinds the projection reads, each body's fields parsed once, into the projection's batch table (distributed, colocated, unlogged), then the projection's fold statements read the events from it and each session's last seq and counters from the log (\`bench/citus-limit.ts\`); the batch tables are emptied after the clock stops. Each statement is EXPLAINed before the runs, and the run stops if one would pass through the coordinator: ${k.limitPlans ? describePlans(k.limitPlans) : 'not recorded'} ("repartition": run on the shards, the rows sent worker to worker into the batch table's shards, as the projector's read of a batch is). Not the single server's \`foldWholeLogSql\` (common table expressions over one materialized read), which Citus would pull through the coordinator, nor the fold statements over \`\` eventBatchOf(projection, sql\`session_events\`) \`\`, whose events read the fields in a lateral subquery that Citus either refuses in a multi-shard statement or plans apart and collects on the coordinator (EXPLAIN in this run: ${k.eventBatchOfPlans ? `${k.eventBatchOfPlans.filter((plan) => !onTheShards(plan)).length} of ${k.eventBatchOfPlans.length} not on the shards; ${describePlans(k.eventBatchOfPlans)}` : 'not recorded'}).`,
     "- **Result**: the cluster's snapshots, after the limit and after each projector run, have the same md5 (every projection's JSON view) as the single server's, and 200 sampled sessions of each projection are verified against the in-memory fold.",
     '',
