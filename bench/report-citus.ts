@@ -39,7 +39,8 @@ export function citusLines(r: Results): string[][] {
     if (method.method.type === 'copy') continue;
     const single = r.append.methods.find((m) => m.name === method.name);
     const cluster = method.medianEventsPerSecond;
-    const measured = !Number.isNaN(cluster);
+    // NaN when every run failed (null once read back from the JSON file).
+    const measured = Number.isFinite(cluster);
     lines.push([
       method.name,
       single ? evs(single.medianEventsPerSecond) : '—',
@@ -90,6 +91,18 @@ function failuresNote(failures: readonly string[] | undefined, succeeded: number
   return ` (${failures.length} of ${failures.length + succeeded} runs failed: ${reasons})`;
 }
 
+/** `COPY limit 35,079–46,570 ev/s, …`: each cluster figure's slowest and fastest run. */
+function spreadNote(c: CitusFigures): string {
+  const range = (name: string, rates: readonly number[]) =>
+    rates.length === 0 ? `${name}: no run` : `${name} ${int(Math.min(...rates))}–${evs(Math.max(...rates))}`;
+  const k = c.catchUp;
+  return [
+    ...c.append.methods.filter((m) => m.samples.length > 0).map((m) => range(m.name, m.samples.map((sample) => sample.eventsPerSecond))),
+    range('catch-up limit', k.limitSeconds.map((seconds) => k.events / seconds)),
+    range('catch-up', k.projector.map((run) => run.eventsPerSecond)),
+  ].join('; ');
+}
+
 /** `2 batches per run, summed over the 2 projections`, from the projector's summaries. */
 function batchesNote(c: CatchUpFigures): string {
   const counts = [...new Set(c.projector.map((run) => run.batches))];
@@ -128,6 +141,8 @@ export function citusMarkdown(r: BenchResults, c: CitusFigures): string[] {
     '',
     `**Nothing here gains from a cluster.** The machine has ${r.environment.cores} cores, and the coordinator, both workers, the benchmark and the projector run on it together. Every cluster figure pays what distribution costs (the coordinator plans each statement and holds connections to the workers, a transaction that writes on both workers commits with two-phase commit, each node flushes its own WAL) and gets none of what more machines would give: the shards' work runs in parallel on the same ${r.environment.cores} cores that the coordinator and the client use. Read the cluster column as what the code does on Citus with no hardware to spread over, not as what a cluster would do.`,
     '',
+    `The runs' spread (slowest–fastest) on the cluster: ${spreadNote(c)}.`,
+    '',
     `Other work on the machine took ${citusPhases.map(([phase, load]) => `${load ?? '?'}% during ${phase.replace(/^citus: /, '').replace(/:.*$/, '')}`).join(', ')}` +
       (worst !== null && worst > 5 ? `: the cluster figures are skewed by it, compare them with care.` : '.'),
     '',
@@ -141,12 +156,12 @@ export function citusMarkdown(r: BenchResults, c: CitusFigures): string[] {
     '',
     '### With workers on separate machines',
     '',
-    'This part is reasoning from what each statement does and where Citus runs it; none of it was measured here.',
+    'This part is reasoning from what each statement does and where Citus runs it, with one check made by hand and said to be one; nothing here was measured with workers on separate machines.',
     '',
     "- **Per worker, in parallel.** The fold statements (one task per shard, on the worker holding it), the read of a batch's events into the batch table (the join of the work with `session_events` and the parsing of each body), the rows a COPY or an append writes into the shards with their indexes, and the contiguity triggers of every append (which read the session's head and log where they live) all run on the workers. Each worker holds about 1/N of the sessions, so with N workers on their own machines this work should spread N ways. On this machine it could not: the two workers shared the same two cores with the coordinator and the client.",
-    "- **Coordinator-bound.** Each batch's planning scan of `sessions` against the projection's heads is pushed down, but the coordinator plans every statement of every batch (about a dozen), fans each out over the workers' connections and commits every batch, a distributed transaction that writes on each worker and on the coordinator, with two-phase commit: a cost per batch that does not shrink as workers are added. Appends and imports go through the coordinator unless the writers connect to the workers (Citus routes writes from any node; those writers then wake no daemon and it polls): each append's parsing, planning, routing and commit round trips, and the NOTIFY wake-up, are the coordinator's. The lease and checkpoint rows are plain tables on the coordinator, locked and updated by every batch: one projection's batches stay serial however many workers there are.",
-    "- **One append is not one worker's.** A check made while writing this section, not repeated by each run (`citus.log_remote_commands` on a small database): one `EventStore.append` of one session opened a transaction on both workers (Citus plans the head's upsert apart and sends its result to each worker as an intermediate result) and committed with `PREPARE TRANSACTION` / `COMMIT PREPARED` on both, although the session's head and events live on one worker. So each append pays two-phase commit on every worker it reaches; whether a larger cluster would send it to every worker was not checked. Until that statement is routed to the one worker, the append API is the figure that would gain least from more workers.",
-    '- **So**: the shards\' share of the catch-up and of the COPY should grow with the workers until the coordinator, which sees every batch and every append, becomes the bound. The append API (one short transaction per append) and the projector\'s per-batch round trips lean on the coordinator the most; the COPY limit and the set-based limit lean on it the least. How far each would grow is not measured here: it needs workers on separate machines.',
+    "- **Coordinator-bound.** Each batch's planning scan of `sessions` against the projection's heads is pushed down, but the coordinator plans every statement of every batch (about a dozen), fans each out over the workers' connections and commits every batch, a distributed transaction that writes on each worker and on the coordinator, with two-phase commit: a cost per batch that does not shrink as workers are added. A COPY through the coordinator has it parse and route every row to its shard. Appends and imports go through the coordinator unless the writers connect to the workers (Citus routes writes from any node; those writers then wake no daemon and it polls): each append's parsing, planning, routing and commit round trips, and the NOTIFY wake-up, are the coordinator's. The lease and checkpoint rows are plain tables on the coordinator, locked and updated by every batch: one projection's batches stay serial however many workers there are.",
+    "- **One append is not one worker's.** A check made while writing this section, not repeated by each run (`citus.log_remote_commands` on a small database): one `EventStore.append` of one session opened a transaction on both workers (Citus plans the head's upsert apart and sends its result to each worker as an intermediate result) and committed with `PREPARE TRANSACTION` / `COMMIT PREPARED` on both, although the session's head and events live on one worker; a `project --once` of 3,000 events prepared its transactions on both workers too. So each append pays two-phase commit on every worker it reaches; whether a larger cluster would send it to every worker was not checked. Until that statement is routed to the one worker, the append API is the figure that would gain least from more workers.",
+    '- **So**: the shards\' share of each figure should grow with the workers until the coordinator, which sees every batch, every append and every COPYed row, becomes the bound. The set-based limit leans on it least (a dozen statements in all, no rows through it), then the catch-up (the same per batch, plus the batch\'s own statements and its two-phase commit); the COPY limit and the stream import pass every row through it; the append API pays its planning, routing and two-phase commit on every append of 100 events. How far each would grow is not measured here: it needs workers on separate machines.',
     '',
   ];
 }
