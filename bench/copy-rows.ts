@@ -6,6 +6,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { DB } from '../src/db/schema.js';
 import { EventStore } from '../src/store/event-store.js';
 import { copyField } from '../src/store/sql/copy-events.js';
+import { checkpointClient } from './checkpoint.js';
 import type { CorpusRow } from './corpus.js';
 
 /** The columns a COPY of events always writes, from the row itself. */
@@ -100,8 +101,8 @@ export async function copyInto(client: pg.Client | pg.PoolClient, target: string
  * rows, each its own transaction, as many writers' commits would be; every column as
  * `EventStore.append` writes it, see {@link probeEventLayout}) with its `sessions` heads moved
  * in the same transaction, first (a log never goes past its head, and its head is its last
- * event at each commit), then `VACUUM ANALYZE` and `CHECKPOINT`, so that what is measured next
- * starts from a settled database. Returns the events stored.
+ * event at each commit), then `VACUUM ANALYZE` and `CHECKPOINT` (of every node, on Citus), so
+ * that what is measured next starts from a settled database. Returns the events stored.
  */
 export async function loadRows(
   url: string,
@@ -139,7 +140,7 @@ export async function loadRows(
     }
     await client.query('VACUUM ANALYZE session_events');
     await client.query('VACUUM ANALYZE sessions');
-    await client.query('CHECKPOINT');
+    await checkpointClient(client);
     return count;
   } finally {
     await client.end();

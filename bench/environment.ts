@@ -25,11 +25,7 @@ export async function describeEnvironment(serverUrl: string, source: PostgresSou
   await client.connect();
   try {
     const version = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
-    const settings: Record<string, string> = {};
-    for (const name of SETTINGS) {
-      const { rows } = await client.query<Record<string, string>>(`SHOW ${name}`);
-      settings[name] = Object.values(rows[0]!)[0]!;
-    }
+    const settings = await readSettings(client);
     return {
       cpuModel: cpuModel(),
       cores: os.cpus().length,
@@ -44,6 +40,21 @@ export async function describeEnvironment(serverUrl: string, source: PostgresSou
   } finally {
     await client.end();
   }
+}
+
+/** The {@link SETTINGS} of the server `client` is connected to. */
+export async function readSettings(client: pg.Client): Promise<Record<string, string>> {
+  const settings: Record<string, string> = {};
+  for (const name of SETTINGS) {
+    const { rows } = await client.query<Record<string, string>>(`SHOW ${name}`);
+    settings[name] = Object.values(rows[0]!)[0]!;
+  }
+  return settings;
+}
+
+/** `name=value, …`, as the report prints settings. */
+export function describeSettings(settings: Record<string, string>): string {
+  return Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ');
 }
 
 function cpuModel(): string {
@@ -61,7 +72,7 @@ export function describeEnvironmentLines(env: Environment): string[] {
   return [
     `machine: ${env.cpuModel}, ${env.cores} cores, ${env.memoryGiB} GiB RAM, ${env.os}`,
     `Node.js ${env.node}; PostgreSQL ${env.postgresVersion} (${sourceName(env.postgresSource)})`,
-    `settings: ${Object.entries(env.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+    `settings: ${describeSettings(env.settings)}`,
     `load average (1 min) at the start: ${env.loadAverageAtStart}`,
   ];
 }

@@ -2,9 +2,20 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { type Kysely, sql } from 'kysely';
 import { builtInProjections } from '../projections/index.js';
+import { storeIsDistributed } from '../src/db/distributed-store.js';
 import type { DB } from '../src/db/schema.js';
 import { foldWholeLogSql } from '../src/projector/projection.js';
 import { verifyProjection } from '../src/projector/verify-projection.js';
+import { checkpointDatabase } from './checkpoint.js';
+import {
+  clearBatchTableSql,
+  describePlans,
+  explainDistributedLimit,
+  explainEventBatchOf,
+  onTheShards,
+  type StatementPlan,
+  wholeLogStatements,
+} from './citus-limit.js';
 import { median, secondsSince } from './stats.js';
 
 /** The projections measured: the ones os-audit ships, which `os-audit project` runs side by side. */
@@ -17,7 +28,7 @@ export async function resetProjection(db: Kysely<DB>): Promise<void> {
     await sql`TRUNCATE ${sql.join(tables.map((table) => sql.table(table)))}, projection_errors`.execute(trx);
     await sql`UPDATE projection_checkpoints SET transaction_id = '0', position = 0, events_applied = 0`.execute(trx);
   });
-  await sql`CHECKPOINT`.execute(db);
+  await checkpointDatabase(db);
 }
 
 /** One digest of every snapshot of every projection, as dashboards read them. */
@@ -135,15 +146,24 @@ export async function timeStartup(cliEntry: string): Promise<number> {
 }
 
 /**
- * The limit: each projection by set-based SQL straight from the log, one statement each, one
- * after the other in one transaction (the projector may fold them side by side).
+ * The limit: each projection by set-based SQL straight from the log, one after the other in
+ * one transaction (the projector may fold them side by side). On one server one statement
+ * each (`foldWholeLogSql`); on Citus a read into the projection's batch table and its fold
+ * statements, each run on the shards (see `citus-limit.ts`); the batch tables are emptied
+ * after the clock stops.
  */
 export async function runSetBasedLimit(db: Kysely<DB>): Promise<number> {
+  const distributed = await storeIsDistributed(db);
   const started = performance.now();
   await db.transaction().execute(async (trx) => {
-    for (const projection of projections) await foldWholeLogSql(projection).execute(trx);
+    for (const projection of projections) {
+      if (!distributed) await foldWholeLogSql(projection).execute(trx);
+      else for (const statement of wholeLogStatements(projection)) await statement.execute(trx);
+    }
   });
-  return secondsSince(started);
+  const seconds = secondsSince(started);
+  if (distributed) for (const projection of projections) await clearBatchTableSql(projection).execute(db);
+  return seconds;
 }
 
 export interface CatchUpFigures {
@@ -157,6 +177,10 @@ export interface CatchUpFigures {
   medianLimitEventsPerSecond: number;
   medianPeakRssBytes: number;
   maxPeakRssBytes: number;
+  /** On Citus, how each statement the limit times is run (EXPLAIN): on the shards. */
+  limitPlans?: StatementPlan[];
+  /** On Citus, how the fold statements over `eventBatchOf(projection, session_events)` would run (EXPLAIN): why the limit does not use them. */
+  eventBatchOfPlans?: StatementPlan[];
   /** Every run of the projector and of the limit gave these snapshots. */
   digest: string;
   digestsEqual: boolean;
@@ -178,6 +202,14 @@ export async function measureCatchUp(
 ): Promise<CatchUpFigures> {
   const startupSeconds = await timeStartup(cliEntry);
   log(`  process start-up (node dist/src/cli/main.js --help): ${startupSeconds.toFixed(2)} s, included in each projector run`);
+  const distributed = await storeIsDistributed(db);
+  const limitPlans = distributed ? await explainDistributedLimit(db, projections) : undefined;
+  const eventBatchOfPlans = distributed ? await explainEventBatchOf(db, projections) : undefined;
+  if (limitPlans && eventBatchOfPlans) {
+    log(`  the limit's statements on Citus (EXPLAIN): ${describePlans(limitPlans)}`);
+    const through = eventBatchOfPlans.filter((plan) => !onTheShards(plan)).length;
+    log(`  not used: the fold statements over eventBatchOf(session_events), ${through} of ${eventBatchOfPlans.length} through the coordinator: ${describePlans(eventBatchOfPlans)}`);
+  }
   const projector: ProjectorRun[] = [];
   const limitSeconds: number[] = [];
   const digests: string[] = [];
@@ -222,6 +254,8 @@ export async function measureCatchUp(
     medianLimitEventsPerSecond: median(limitSeconds.map((s) => events / s)),
     medianPeakRssBytes: median(projector.map((r) => r.peakRssBytes)),
     maxPeakRssBytes: Math.max(...projector.map((r) => r.peakRssBytes)),
+    ...(limitPlans ? { limitPlans } : {}),
+    ...(eventBatchOfPlans ? { eventBatchOfPlans } : {}),
     digest: digests[0]!,
     digestsEqual: digests.every((d) => d === digests[0]),
     verify,

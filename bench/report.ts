@@ -7,7 +7,11 @@ import type { AppendFigures } from './measure-append.js';
 import type { CatchUpFigures } from './measure-catch-up.js';
 import type { LiveFigures } from './measure-live.js';
 import type { QueryFigures } from './measure-query.js';
+import type { CitusFigures } from './measure-citus.js';
 import type { ScalingPoint } from './measure-scaling.js';
+import { citusMarkdown } from './report-citus.js';
+import { alignedTable, markdownTable } from './tables.js';
+import { evs, int, mib, ms } from './format.js';
 
 /** The projections the catch-up folds, as the report names them. */
 const projectionNames = builtInProjections.map((projection) => projection.name).join(', ');
@@ -20,7 +24,7 @@ export interface BenchResults {
   phaseSeconds: Record<string, number>;
   /** The percentage of the machine's CPU that other work (not the benchmark) took, in all and per phase; null without /proc. */
   otherLoadPercent: { total: number | null; phases: Record<string, number | null> };
-  options: { events: number; runs: number; scaling: boolean; appendEvents: number };
+  options: { events: number; runs: number; scaling: boolean; citus?: boolean; appendEvents: number };
   environment: Environment;
   corpus: Record<string, unknown>;
   append: AppendFigures;
@@ -29,6 +33,8 @@ export interface BenchResults {
   live: LiveFigures;
   query: QueryFigures;
   scaling?: ScalingPoint[];
+  /** With `--citus`: the same measurements on a local Citus cluster. */
+  citus?: CitusFigures;
   figures: FigureRow[];
 }
 
@@ -42,11 +48,6 @@ export interface FigureRow {
   /** Whether the target holds; null where there is no target. */
   holds: boolean | null;
 }
-
-const int = (n: number) => Math.round(n).toLocaleString('en-US');
-const evs = (n: number) => `${int(n)} ev/s`;
-const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
-const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
 
 export function figureRows(r: Omit<BenchResults, 'figures' | 'totalSeconds' | 'phaseSeconds' | 'otherLoadPercent'>): FigureRow[] {
   const rows: FigureRow[] = [];
@@ -142,19 +143,7 @@ function cells(row: FigureRow): string[] {
 
 /** The table as aligned text, for the terminal. */
 export function textTable(rows: readonly FigureRow[]): string {
-  const all = [[...HEADERS], ...rows.map(cells)];
-  const widths = HEADERS.map((_, i) => Math.max(...all.map((line) => [...line[i]!].length)));
-  const line = (values: string[]) => values.map((v, i) => v + ' '.repeat(widths[i]! - [...v].length)).join('  ');
-  return [line(all[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
-}
-
-function markdownTable(headers: readonly string[], lines: readonly string[][]): string {
-  const escape = (v: string) => v.replaceAll('|', '\\|');
-  return [
-    `| ${headers.join(' | ')} |`,
-    `|${headers.map(() => '---').join('|')}|`,
-    ...lines.map((values) => `| ${values.map(escape).join(' | ')} |`),
-  ].join('\n');
+  return alignedTable(HEADERS, rows.map(cells));
 }
 
 export function scalingLines(points: readonly ScalingPoint[]): string[][] {
@@ -182,10 +171,7 @@ export const SCALING_HEADERS = [
 ] as const;
 
 export function scalingText(points: readonly ScalingPoint[]): string {
-  const all = [[...SCALING_HEADERS] as string[], ...scalingLines(points)];
-  const widths = SCALING_HEADERS.map((_, i) => Math.max(...all.map((line) => [...line[i]!].length)));
-  const table = all.map((values) => values.map((v, i) => v + ' '.repeat(widths[i]! - [...v].length)).join('  ')).join('\n');
-  return `${table}\n\n${flatness(points)}`;
+  return `${alignedTable(SCALING_HEADERS, scalingLines(points))}\n\n${flatness(points)}`;
 }
 
 /**
@@ -244,6 +230,7 @@ export function writeMarkdown(file: string, r: BenchResults): void {
       '',
     );
   }
+  if (r.citus) lines.push(...citusMarkdown(r, r.citus));
   lines.push(
     '## How each figure is taken',
     '',
@@ -251,7 +238,7 @@ export function writeMarkdown(file: string, r: BenchResults): void {
     `- **Catch-up**: the corpus (${int(r.catchUp.events)} events, ${int(r.catchUp.sessions)} sessions) is COPYed into \`session_events\` (one transaction per 100,000 rows) with its \`sessions\` rows, then \`VACUUM ANALYZE\` and \`CHECKPOINT\`. Each run empties the projection (TRUNCATE of the snapshot tables, checkpoint back to 0), then spawns the built CLI \`node dist/src/cli/main.js project --once\` and times it from spawn to exit (Node's start-up, ${r.catchUp.startupSeconds.toFixed(2)} s for \`node dist/src/cli/main.js --help\`, included); its peak RSS is the largest VmHWM/VmRSS of \`/proc/<pid>/status\`, sampled every 50 ms.`,
     `- **Projections**: the ones os-audit ships (${projectionNames}), which \`os-audit project\` runs side by side in one daemon, each with its own batches and connection.`,
     "- **Set-based limit**: on the emptied projections, `foldWholeLogSql(projection)` of each, one after the other in one transaction: each projection's own fold SQL over the whole log in one statement straight from `session_events`, reading each body's fields from its stored JSON text as the projector does. The limit's time is their sum; the daemon may fold the projections side by side (one per core), which the ratio then shows. Its result and the projector's are compared by the md5 of every row of each projection's JSON view, and 200 sampled sessions of each projection are verified against its in-memory fold (`verifyProjection`).",
-    `- **Append**: ${int(r.append.corpus.events)} events (about a tenth of the catch-up corpus) in ${int(r.append.corpus.sessions)} sessions of ${int(r.append.corpus.sessionLength)} events (so that a batch of 1,000 is one session append), each sample on a new migrated database after a CHECKPOINT. The API: \`EventStore.append(sessionId, events)\` (appended at the head of the log, no expected seq), each writer on its own sessions and its own connection. Import: \`importLogs(store, directory)\` in-process on a directory of \`<session_id>.jsonl\` files, one per session. The limit: the same rows (session_id, seq, kind, turn, payload, and the other columns as \`EventStore.append\` fills them) COPYed with pg-copy-streams on one connection into \`CREATE TABLE … (LIKE session_events INCLUDING ALL)\`, each sample on its own new database too.`,
+    `- **Append**: ${int(r.append.corpus.events)} events (about a tenth of the catch-up corpus) in ${int(r.append.corpus.sessions)} sessions of ${int(r.append.corpus.sessionLength)} events (so that a batch of 1,000 is one session append), each sample on a new migrated database after a CHECKPOINT. The API: \`EventStore.append(sessionId, events)\` (appended at the head of the log, no expected seq), each writer on its own sessions and its own connection. Import: \`importLogs(store, directory)\` in-process on a directory of \`<session_id>.jsonl\` files, one per session (each its own transaction); and the built CLI \`node dist/src/cli/main.js import FILE\` on the same events as one stream (\`{"session_id", "seq", "event"}\` lines, the sessions interleaved event by event: one transaction), timed from spawn to exit, start-up included. The limit: the same rows (session_id, seq, kind, turn, payload, and the other columns as \`EventStore.append\` fills them) COPYed with pg-copy-streams on one connection into \`CREATE TABLE … (LIKE session_events INCLUDING ALL)\`, each sample on its own new database too.`,
     `- **Live**: on the catch-up database, the daemon \`node dist/src/cli/main.js project --poll-interval 1000\` (woken by NOTIFY); ${r.live.options.writers} writers append ${int(r.live.options.eventsPerSecond)} events/s in all on a fixed schedule, in batches of ${r.live.options.batch}, each to its own ${r.live.options.sessionsPerWriter} open sessions of ~200 events. Latency: from the resolution of an append's promise (its commit) until a poller, reading \`SELECT session_id, last_seq FROM os_snapshots WHERE session_id = ANY($1)\` for the sessions awaiting an effect about every 1 ms (its round trip: p50 ${ms(r.live.pollP50Ms)}), sees the append folded. ${r.live.options.warmupSeconds} s of warm-up, then ${plural(r.live.options.windows, 'window')} of ${r.live.options.windowSeconds} s; each figure is the median over the windows.`,
     `- **Query**: the snapshot tables of the catch-up database are grown to ${int(r.query.sessions)} sessions by copying its ${int(r.query.projectedSessions)} projected sessions (the corpus's and the live run's, with their processes, signals and budget events) under new ids; then \`SELECT snapshot FROM os_snapshot_json WHERE session_id = $1\` for random sessions, one at a time on one connection, timed at the client (${int(r.query.queriesPerRun)} queries per run after a warm-up).`,
     '- **Size on disk**: `pg_table_size` + `pg_indexes_size` of `session_events` plus `pg_total_relation_size` of `sessions`, per million events, after loading the catch-up corpus.',

@@ -3,7 +3,9 @@
  * measures in one run, each as a median of `--runs`: appends (API, import) against raw COPY,
  * catch-up projection against the set-based SQL limit, live commit-to-visible latency, the
  * snapshot query, the daemon's peak RSS, and the size on disk; `--scaling` adds the catch-up
- * curve at 100k, 1M and 5M events. Prints a table, writes JSON, and with `--markdown` BENCHMARKS.md.
+ * curve at 100k, 1M and 5M events; `--citus` then the appends and the catch-up again on a local
+ * Citus cluster (a coordinator and two workers), beside the single server's figures. Prints a
+ * table, writes JSON, and with `--markdown` BENCHMARKS.md.
  *
  * PostgreSQL: `DATABASE_URL` (a superuser connection; the benchmark creates and drops its own
  * databases there), else a container (testcontainers), else an embedded server.
@@ -20,13 +22,15 @@ import { loadRows, probeEventLayout } from './copy-rows.js';
 import { CorpusStats, InterleavedCorpus } from './corpus.js';
 import { describeDiskSize, diskSize } from './disk-size.js';
 import { describeEnvironment, describeEnvironmentLines } from './environment.js';
-import { type AppendMethod, makeAppendCorpus, measureAppends, writeImportDirectory } from './measure-append.js';
+import { type AppendMethod, makeAppendCorpus, measureAppends, writeImportDirectory, writeImportStream } from './measure-append.js';
 import { measureCatchUp } from './measure-catch-up.js';
+import { CITUS_WORKERS, measureCitus } from './measure-citus.js';
 import { measureLive } from './measure-live.js';
 import { growSnapshotTables, measureQuery } from './measure-query.js';
 import { measureScaling } from './measure-scaling.js';
 import { otherLoad } from './other-load.js';
 import { type BenchResults, figureRows, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
+import { citusText } from './report-citus.js';
 import { secondsSince } from './stats.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -43,6 +47,11 @@ const USAGE = `usage: npm run bench -- [options]
   --runs K          runs per figure, the median is reported (default 3)
   --scaling         also the catch-up curve at 100k, 1M and 5M events (long)
   --scaling-sizes L the sizes of that curve instead, e.g. 100000,1000000
+  --citus           then, on a local Citus cluster (a coordinator and ${CITUS_WORKERS} workers on this
+                    machine, PostgreSQL 15 with Citus installed), the same corpora measured the
+                    same way: append (batches of 100, 8 writers) and import against COPY, and the
+                    catch-up against the set-based limit on the shards; printed beside the single
+                    server's figures (which it runs first), and a Citus section in --markdown
   --json PATH       where to write the figures (default bench/results/latest.json)
   --markdown PATH   also write the table as Markdown (e.g. BENCHMARKS.md)
   --no-build        use dist/ as it is instead of running npm run build first
@@ -57,6 +66,7 @@ function parseOptions() {
       events: { type: 'string', default: '1000000' },
       runs: { type: 'string', default: '3' },
       scaling: { type: 'boolean', default: false },
+      citus: { type: 'boolean', default: false },
       'scaling-sizes': { type: 'string' },
       json: { type: 'string', default: path.join('bench', 'results', 'latest.json') },
       markdown: { type: 'string' },
@@ -80,6 +90,7 @@ function parseOptions() {
     runs,
     scaling: values.scaling || sizesText !== undefined,
     scalingSizes,
+    citus: values.citus,
     json: values.json,
     markdown: values.markdown,
     build: !values['no-build'],
@@ -136,6 +147,11 @@ async function main(): Promise<void> {
     });
   }
   const importDirectory = path.join(os.tmpdir(), `os-audit-bench-import-${process.pid}`);
+  const importStream = path.join(os.tmpdir(), `os-audit-bench-import-${process.pid}.jsonl`);
+  const removeImportFiles = () => {
+    rmSync(importDirectory, { recursive: true, force: true });
+    rmSync(importStream, { force: true });
+  };
   try {
     const environment = await describeEnvironment(server.adminUrl, server.source);
     log('\n== environment');
@@ -143,22 +159,27 @@ async function main(): Promise<void> {
 
     // Appends: about N/10 events, in sessions of 1,000 so that a batch of 1,000 is one append.
     const appendSessions = Math.max(APPEND_WRITERS, Math.round(options.events / 10 / APPEND_SESSION_LENGTH / APPEND_WRITERS) * APPEND_WRITERS);
+    const appendCorpus = makeAppendCorpus(`${SEED}/append`, appendSessions, APPEND_SESSION_LENGTH);
+    const importMethods: AppendMethod[] = [
+      { type: 'import', directory: importDirectory },
+      { type: 'import-cli', file: importStream, cliEntry },
+    ];
     const append = await phase('append: API and import against raw COPY', async () => {
-      const corpus = makeAppendCorpus(`${SEED}/append`, appendSessions, APPEND_SESSION_LENGTH);
-      corpus.stats.assertRealistic();
-      log(`   corpus: ${corpus.stats.describe()}; ${corpus.sessions.length} sessions of ${APPEND_SESSION_LENGTH} events`);
-      writeImportDirectory(corpus, importDirectory);
+      appendCorpus.stats.assertRealistic();
+      log(`   corpus: ${appendCorpus.stats.describe()}; ${appendCorpus.sessions.length} sessions of ${APPEND_SESSION_LENGTH} events`);
+      writeImportDirectory(appendCorpus, importDirectory);
+      writeImportStream(appendCorpus, importStream);
       const methods: AppendMethod[] = [
         { type: 'copy' },
         { type: 'api', batch: 100, writers: 1 },
         { type: 'api', batch: 100, writers: APPEND_WRITERS },
         { type: 'api', batch: 1000, writers: 1 },
         { type: 'api', batch: 1000, writers: APPEND_WRITERS },
-        { type: 'import', directory: importDirectory },
+        ...importMethods,
       ];
-      return measureAppends(server.adminUrl, corpus, methods, options.runs, log);
+      return measureAppends(() => createScratchDatabase(server.adminUrl), appendCorpus, methods, options.runs, log);
     });
-    rmSync(importDirectory, { recursive: true, force: true });
+    if (!options.citus) removeImportFiles();
 
     const database = await createScratchDatabase(server.adminUrl);
     otherLoad.addDatabase(database.name);
@@ -208,10 +229,27 @@ async function main(): Promise<void> {
           )
         : undefined;
 
+      // The same corpora, measured the same way, on the cluster: the append corpus and its
+      // import files as they are, the catch-up corpus from its seed again.
+      const citus = options.citus
+        ? await measureCitus({
+            appendCorpus,
+            methods: [{ type: 'copy' }, { type: 'api', batch: 100, writers: APPEND_WRITERS }, ...importMethods],
+            catchUpSeed: `${SEED}/catch-up`,
+            events: options.events,
+            runs: options.runs,
+            cliEntry,
+            singleNodeDigest: catchUp.digest,
+            phase,
+            log,
+          })
+        : undefined;
+      removeImportFiles();
+
       const partial = {
         startedAt: startedAt.toISOString(),
         command: commandLine(options),
-        options: { events: options.events, runs: options.runs, scaling: options.scaling, appendEvents: append.corpus.events },
+        options: { events: options.events, runs: options.runs, scaling: options.scaling, citus: options.citus, appendEvents: append.corpus.events },
         environment,
         corpus: stats.toJson(),
         append,
@@ -220,6 +258,7 @@ async function main(): Promise<void> {
         live,
         query,
         ...(scaling ? { scaling } : {}),
+        ...(citus ? { citus } : {}),
       };
       const figures = figureRows(partial);
       const total = otherLoad.total();
@@ -239,6 +278,10 @@ async function main(): Promise<void> {
         log('\nscaling (one run at each size):\n');
         log(scalingText(scaling));
       }
+      if (results.citus) {
+        log(`\ncitus (a coordinator and ${results.citus.environment.workers} workers on this machine; medians of ${options.runs}):\n`);
+        log(citusText(results));
+      }
       const held = figures.filter((row) => row.holds === true).length;
       const targeted = figures.filter((row) => row.holds !== null).length;
       log(`\n${held} of ${targeted} targets hold; total run time ${(results.totalSeconds / 60).toFixed(1)} min`);
@@ -255,7 +298,7 @@ async function main(): Promise<void> {
       await dropDatabase().catch(() => {});
     }
   } finally {
-    rmSync(importDirectory, { recursive: true, force: true });
+    removeImportFiles();
     otherLoad.stop();
     await stopServer();
   }
@@ -269,6 +312,7 @@ function commandLine(options: ReturnType<typeof parseOptions>): string {
     const custom = options.scalingSizes.join(',') !== SCALING_SIZES.join(',');
     args.push(...(custom ? ['--scaling-sizes', options.scalingSizes.join(',')] : ['--scaling']));
   }
+  if (options.citus) args.push('--citus');
   if (options.markdown) args.push('--markdown', options.markdown);
   const url = process.env.DATABASE_URL ? `DATABASE_URL=${redact(process.env.DATABASE_URL)} ` : '';
   return `${url}npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;

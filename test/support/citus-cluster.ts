@@ -68,7 +68,9 @@ const NODE_SETTINGS: Readonly<Record<string, string>> = {
  * Starts a coordinator and `workers` workers on free ports, trust authentication on 127.0.0.1
  * (local test use only). Each database used needs Citus created and the nodes registered in
  * it: `createCitusScratchDatabase` does that. A worker can be stopped and started again under
- * whatever runs against the cluster.
+ * whatever runs against the cluster. `settings` override the nodes' defaults: the benchmark
+ * turns durability back on (`fsync`, `synchronous_commit`, `full_page_writes`), so that the
+ * cluster commits as the single server it is compared with does.
  *
  * @example
  * ```ts
@@ -78,7 +80,7 @@ const NODE_SETTINGS: Readonly<Record<string, string>> = {
  * await cluster.stop();
  * ```
  */
-export async function startCitusCluster(options: { workers?: number } = {}): Promise<CitusCluster> {
+export async function startCitusCluster(options: { workers?: number; settings?: Readonly<Record<string, string>> } = {}): Promise<CitusCluster> {
   if (!citusInstalled()) throw new Error(CITUS_MISSING);
   const folder = await mkdtemp(path.join(tmpdir(), 'os-audit-citus-'));
   // As root the servers run as `postgres`, which must enter the folder.
@@ -90,7 +92,7 @@ export async function startCitusCluster(options: { workers?: number } = {}): Pro
     await Promise.all(dataDirs.map((dataDir) => initCluster(dataDir, account)));
     // Started one at a time: a free port is only sure to stay free once its server binds it.
     for (const dataDir of dataDirs) {
-      const node = await configureNode(dataDir, account, await freePort());
+      const node = await configureNode(dataDir, account, await freePort(), { ...NODE_SETTINGS, ...options.settings });
       nodes.push(node);
       await node.start();
     }
@@ -129,8 +131,8 @@ async function initCluster(dataDir: string, account: ServerAccount | undefined):
 }
 
 /** Settings and `pg_ctl` of a node; the port lives in postgresql.conf, so that a start after a stop takes the same one. */
-async function configureNode(dataDir: string, account: ServerAccount | undefined, port: number): Promise<ClusterNode> {
-  const settings = Object.entries({ ...NODE_SETTINGS, port: String(port) }).map(([name, value]) => `${name} = ${value}\n`);
+async function configureNode(dataDir: string, account: ServerAccount | undefined, port: number, nodeSettings: Readonly<Record<string, string>>): Promise<ClusterNode> {
+  const settings = Object.entries({ ...nodeSettings, port: String(port) }).map(([name, value]) => `${name} = ${value}\n`);
   await appendFile(path.join(dataDir, 'postgresql.conf'), `\n# os-audit: a Citus test node\n${settings.join('')}`);
   const log = path.join(dataDir, 'server.log');
   const pgCtl = (args: string[]) => run(path.join(POSTGRES_BIN, 'pg_ctl'), [...args, '-D', dataDir, '-w', '-t', '60'], asServer(dataDir, account));
