@@ -143,7 +143,7 @@ function batchValues(held: HeldLease, options: BatchOptions, limit: number): unk
 }
 
 /** The error an unmet `os_audit_require` of a batch stands for (SQLSTATE OA001), if `error` is one. */
-export function unmetRequirement(error: unknown, projection: Projection, held: HeldLease): Error | undefined {
+function unmetRequirement(error: unknown, projection: Projection, held: HeldLease): Error | undefined {
   const { code, message } = error as { code?: unknown; message?: unknown };
   if (code !== 'OA001' || typeof message !== 'string') return undefined;
   if (message.endsWith('the lease was lost')) return new LeaseLostError(projection.name, held.owner, held.epoch);

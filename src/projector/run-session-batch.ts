@@ -4,7 +4,7 @@ import { type BatchConnection, undone } from './batch-connection.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
 import type { Projection } from './projection.js';
 import type { BatchOptions, BatchResult } from './run-batch.js';
-import type { StoppedSession } from './sql/batch-sql.js';
+import { type StoppedSession, versionProblem } from './sql/batch-sql.js';
 import { SESSION_BATCH_STATEMENTS, workBatchSql } from './sql/session-batch-sql.js';
 
 /** Stopped sessions a batch reports by name; all are in `projection_blocked_sessions`. */
@@ -100,13 +100,7 @@ async function foldWork(
 async function renewLease(batch: SessionBatch, projection: Projection, held: HeldLease, options: BatchOptions, connection: BatchConnection): Promise<void> {
   const [renewed] = await connection.query<{ version: number | null }>(batch.renewLease, [held.owner, held.epoch, options.leaseTtlMs]);
   if (renewed === undefined) throw new LeaseLostError(projection.name, held.owner, held.epoch);
-  if (renewed.version !== projection.version) {
-    throw new Error(
-      renewed.version === null
-        ? `projection ${projection.name} is not registered in this database: run os-audit migrate (with the same projections)`
-        : `projection ${projection.name}: its tables hold version ${renewed.version} of its fold, and this os-audit folds version ${projection.version}: run os-audit rebuild --projection ${projection.name}`,
-    );
-  }
+  if (renewed.version !== projection.version) throw new Error(versionProblem(projection, renewed.version));
 }
 
 /**

@@ -261,14 +261,23 @@ function checkpointSql(projection: Projection): RawBuilder<unknown> {
  * version folds nothing onto an older one's tables until they are rebuilt.
  */
 function versionRequiredSql(projection: Projection): RawBuilder<boolean> {
-  const { name, version } = projection;
-  const unregistered = `projection ${name} is not registered in this database: run os-audit migrate (with the same projections)`;
   return sql`os_audit_require(
-    EXISTS (SELECT FROM batch_checkpoint WHERE version = ${sql.lit(version)}),
+    EXISTS (SELECT FROM batch_checkpoint WHERE version = ${sql.lit(projection.version)}),
     coalesce(
-      (SELECT format('projection %s: its tables hold version %s of its fold, and this os-audit folds version %s: run os-audit rebuild --projection %s',
-                     ${sql.lit(name)}, version, ${sql.lit(version)}, ${sql.lit(name)}) FROM batch_checkpoint),
-      ${sql.lit(unregistered)}))`;
+      (SELECT format(${sql.lit(versionProblem(projection, '%s'))}, version) FROM batch_checkpoint),
+      ${sql.lit(versionProblem(projection, null))}))`;
+}
+
+/**
+ * Why a batch of `projection` may not fold onto tables at `tablesVersion` (null: the
+ * projection is not registered), and what to run; on one server in SQL (`'%s'` for the
+ * version the checkpoint holds), on Citus in the batch's code.
+ */
+export function versionProblem(projection: Projection, tablesVersion: number | string | null): string {
+  const { name, version } = projection;
+  return tablesVersion === null
+    ? `projection ${name} is not registered in this database: run os-audit migrate (with the same projections)`
+    : `projection ${name}: its tables hold version ${tablesVersion} of its fold, and this os-audit folds version ${version}: run os-audit rebuild --projection ${name}`;
 }
 
 /**
