@@ -23,6 +23,15 @@ export default defineConfig({
           globalSetup: ['test/support/citus-global-setup.ts'],
         },
       },
+      {
+        // The single-server suites of the store, import, projector and session log, each file on a database of the cluster.
+        extends: true,
+        test: {
+          name: 'citus-suites',
+          include: ['test/{store,import,projector,session-log}/**/*.int.spec.ts'],
+          globalSetup: ['test/support/citus-global-setup.ts'],
+        },
+      },
     ],
   },
 });

@@ -1,10 +1,17 @@
 import { afterAll, afterEach, beforeAll, beforeEach, inject } from 'vitest';
+import { createCitusScratchDatabase } from './citus-scratch-database.js';
 import { createScratchDatabase, type ScratchDatabase } from './scratch-database.js';
 
 export type TestDatabase = Omit<ScratchDatabase, 'drop'>;
 
-/** A database of its own on the test server, for one test file or one test. */
+/**
+ * A database of its own on the test server, for one test file or one test: on the Citus
+ * cluster in the citus-suites project (its global setup provides the cluster), so that the
+ * same suites prove the same guarantees on a distributed store.
+ */
 export function createTestDatabase(options: { migrate?: boolean } = {}): Promise<ScratchDatabase> {
+  const coordinatorUrl = inject('citusCoordinatorUrl');
+  if (coordinatorUrl !== undefined) return createCitusScratchDatabase({ coordinatorUrl, workerUrls: inject('citusWorkerUrls') }, options);
   return createScratchDatabase(inject('postgresAdminUrl'), options);
 }
 
