@@ -11,6 +11,7 @@ import * as contiguousSessionLogs from './0009-contiguous-session-logs.js';
 import * as projectionVersions from './0010-projection-versions.js';
 import * as replannedLogChecks from './0011-replanned-log-checks.js';
 import * as distributedTables from './0012-distributed-tables.js';
+import * as citusWriterColumns from './0013-citus-writer-columns.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0010-projection-versions': projectionVersions,
   '0011-replanned-log-checks': replannedLogChecks,
   '0012-distributed-tables': distributedTables,
+  '0013-citus-writer-columns': citusWriterColumns,
 };

@@ -1,8 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
+import { connectionUrlAs, dropLoginUser } from '../deploy/login-user.js';
 import { citusTestsRun, useCitusDatabase } from '../support/citus-database.js';
 import { writeCorpusStream } from '../support/corpus-stream.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
@@ -54,5 +57,40 @@ describe.runIf(citusTestsRun)('the CLI on Citus', () => {
     const after = JSON.parse((await cli('status', '--json')).stdout) as { projection: string; behind: { events: number }; checkpoint: { eventsApplied: number } }[];
     for (const projection of after) expect(projection.behind.events).toBe(0);
     expect(after.find((projection) => projection.projection === 'os_snapshot')!.checkpoint.eventsApplied).toBe(corpus.events + 1);
+  });
+
+  it('runs as the least-privilege roles: a writer imports and appends, the projector folds, the reader reads the views and never a payload', async () => {
+    // Migrated by the test above. Roles made on the coordinator reach the workers (Citus propagates them).
+    const password = randomBytes(12).toString('hex');
+    const users = { writer: 'os_audit_writer', projector: 'os_audit_projector', reader: 'os_audit_reader' };
+    const names = Object.fromEntries(Object.keys(users).map((user) => [user, `os_audit_citus_${user}_${randomBytes(4).toString('hex')}`]));
+    for (const [user, group] of Object.entries(users)) await sql.raw(`CREATE ROLE ${names[user]} LOGIN PASSWORD '${password}' IN ROLE ${group}`).execute(testDb.db);
+    const as = (user: string, ...args: string[]) => runCliInProcess(args, { env: { DATABASE_URL: connectionUrlAs(testDb.url, names[user]!, password) } });
+    try {
+      const stream = path.join(folder, 'by-roles.jsonl');
+      const corpus = await writeCorpusStream(stream, { seed: 'citus roles', prefix: 'roles', events: 500, projections: [] });
+      const imported = await as('writer', 'import', stream);
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(imported.stdout).toContain(`imported ${corpus.events} new events`);
+      const appended = path.join(folder, 'by-writer.jsonl');
+      writeFileSync(appended, `${JSON.stringify({ kind: 'tool_gated', turn: 1, tool: 'shell' })}\n`);
+      const append = await as('writer', 'append', 'roles-appended', appended);
+      expect(append.code, append.stderr).toBe(0);
+
+      const projected = await as('projector', 'project', '--once');
+      expect(projected.code, projected.stderr).toBe(0);
+      expect(projected.stdout).toContain(`os_snapshot: projected ${corpus.events + 1} events`);
+      const verified = await as('projector', 'verify', '--all');
+      expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+
+      const snapshot = await as('reader', 'snapshot', 'roles-appended');
+      expect(snapshot.code, snapshot.stderr).toBe(0);
+      expect(JSON.parse(snapshot.stdout).tool_gated_count).toBe(1);
+      const payload = await as('reader', 'events', 'roles-appended');
+      expect(payload.code).not.toBe(0);
+      expect(payload.stderr).toMatch(/permission denied/);
+    } finally {
+      for (const name of Object.values(names)) await dropLoginUser(testDb.db, name!);
+    }
   });
 });
