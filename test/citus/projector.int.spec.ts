@@ -17,7 +17,7 @@ import { citusTestCluster, citusTestsRun, useCitusDatabase } from '../support/ci
 import { createCitusScratchDatabase } from '../support/citus-scratch-database.js';
 import { writeCorpusStream } from '../support/corpus-stream.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
-import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, databaseUrl, dropDatabase, type ScratchDatabase, withClient } from '../support/scratch-database.js';
 
 const folder = mkdtempSync(path.join(tmpdir(), 'os-audit-citus-projector-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -168,6 +168,60 @@ describe.runIf(citusTestsRun)('the projector on Citus', () => {
       expect(after.slice(0, 4).map((shard) => shard.nodeport)).toEqual(shards.slice(0, 4).map((shard) => ports.find((port) => port !== shard.nodeport)));
       const { rows } = await sql<{ events_applied: number }>`SELECT events_applied::int FROM projection_checkpoints`.execute(db);
       for (const row of rows) expect(row.events_applied).toBe(written);
+      await expectEveryProjectionEqualsItsLog(db);
+    });
+  });
+
+  describe('a node added and the shards rebalanced onto it under the daemon and the writers', () => {
+    // A cluster of its own with a third worker that the database does not know yet.
+    let cluster: CitusCluster | undefined;
+    let scratch: ScratchDatabase | undefined;
+    let addedUrl: string | undefined;
+    beforeAll(async () => {
+      cluster = await startCitusCluster({ workers: 3 });
+      const [first, second, added] = cluster.workerUrls as [string, string, string];
+      scratch = await createCitusScratchDatabase({ coordinatorUrl: cluster.coordinatorUrl, workerUrls: [first, second] }, { migrate: false });
+      // Fewer shards than Citus's 32, so that the rebalance moves a few shard groups, not dozens.
+      await withClient(scratch.url, (client) => client.query(`ALTER DATABASE ${scratch!.name} SET citus.shard_count = 8`));
+      await migrateToLatest(scratch.db);
+      // As a user prepares a new machine: the database and the extension, before citus_add_node.
+      await withClient(added, (admin) => admin.query(`CREATE DATABASE ${scratch!.name}`));
+      addedUrl = databaseUrl(added, scratch.name);
+      await withClient(addedUrl, (client) => client.query('CREATE EXTENSION citus'));
+    });
+    afterAll(async () => {
+      await scratch?.drop();
+      if (addedUrl !== undefined) await dropDatabase(cluster!.workerUrls[2]!, scratch!.name);
+      await cluster?.stop();
+    });
+
+    it('folds every event exactly once, before, during and after the move onto the new node', { timeout: 300_000 }, async () => {
+      const db = scratch!.db;
+      const added = cluster!.workers[2]!;
+      const abort = new AbortController();
+      const daemons = builtInProjections.map((projection) => new Projector(db, projection, { pollIntervalMs: 100, listenUrl: scratch!.url }).run(abort.signal));
+      const store = new EventStore(db);
+      const before = await writer(store, 'before', 16, 30);
+      const during = Promise.all(Array.from({ length: 3 }, (_, w) => writer(store, `during-${w}`, 16, 60)));
+      await sql`SELECT citus_add_node('127.0.0.1', ${added.port})`.execute(db);
+      await sql`SELECT rebalance_table_shards(shard_transfer_mode => 'block_writes')`.execute(db);
+      const written = before + (await during).reduce((sum, n) => sum + n, 0);
+
+      const { rows: placed } = await sql<{ shardid: string }>`
+        SELECT shardid::text FROM citus_shards WHERE table_name = 'session_events'::regclass AND nodeport = ${added.port}`.execute(db);
+      expect(placed.length).toBeGreaterThan(0);
+      // Sessions whose shards now live on the new node take new events and are folded there.
+      const after = await writer(store, 'before', 16, 30);
+      await waitForNoBacklog(db, 60_000);
+      abort.abort();
+      await Promise.all(daemons);
+
+      const { rows: onAdded } = await sql<{ events: number }>`
+        SELECT count(*)::int AS events FROM session_events
+        WHERE get_shard_id_for_distribution_column('session_events', session_id) = ANY (${placed.map((shard) => shard.shardid)}::bigint[])`.execute(db);
+      expect(onAdded[0]!.events).toBeGreaterThan(0);
+      const { rows } = await sql<{ events_applied: number }>`SELECT events_applied::int FROM projection_checkpoints`.execute(db);
+      for (const row of rows) expect(row.events_applied).toBe(written + after);
       await expectEveryProjectionEqualsItsLog(db);
     });
   });
