@@ -29,6 +29,8 @@ export default defineConfig({
         test: {
           name: 'citus-suites',
           include: ['test/{store,import,projector,session-log}/**/*.int.spec.ts'],
+          // Each batch on the cluster is a dozen distributed statements, not one: the property tests take longer.
+          testTimeout: 300_000,
           globalSetup: ['test/support/citus-global-setup.ts'],
         },
       },

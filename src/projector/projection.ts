@@ -185,7 +185,9 @@ export function countersSql(projection: Projection, where: RawBuilder<boolean> =
 
 /**
  * The whole log folded into the projection's empty tables in one statement: the set-based
- * projection of everything, the limit the benchmark compares the projector with.
+ * projection of everything, the limit the benchmark compares the projector with. On one
+ * server: Citus refuses the statement (its read of the whole log would pass through the
+ * coordinator); the cluster's limit is `bench/citus-limit.ts`.
  *
  * @example
  * ```ts

@@ -6,7 +6,7 @@ import type { DB } from '../../src/db/schema.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
-import { useTestDatabase } from '../support/test-database.js';
+import { onCitus, useTestDatabase } from '../support/test-database.js';
 
 const testDb = useTestDatabase();
 
@@ -63,9 +63,10 @@ describe('events committed out of position order', () => {
     // Higher positions, committed first.
     await store.append('ooo-fast', events(5));
 
-    // The projector runs while the slow transaction is open: it must not move past it.
+    // The projector runs while the slow transaction is open: it must not move past it. On Citus
+    // it reads each session by seq, so the committed session is folded, the open one waits.
     while ((await projector.step()).windowCount > 0);
-    expect(await foldedSeqs(db)).toEqual({});
+    expect(await foldedSeqs(db)).toEqual(onCitus ? { 'ooo-fast': 4 } : {});
 
     slow.release();
     await slow.done;

@@ -6,7 +6,7 @@ import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
-import { useTestDatabase } from '../support/test-database.js';
+import { onCitus, useTestDatabase } from '../support/test-database.js';
 
 const testDb = useTestDatabase();
 
@@ -23,14 +23,20 @@ describe('status', () => {
       const status = await readProjectionStatus(testDb.db, 'os_snapshot');
       expect(status.behind.events).toBe(3);
       expect(status.behind.seconds).toBeGreaterThanOrEqual(0);
-      expect(status.horizonHeldBy).not.toBeNull();
-      // The oldest open transaction on the server: ours, unless another one is older still.
-      if (status.horizonHeldBy!.pid !== rows[0]!.pid) {
-        expect(status.horizonHeldBy!.transactionAgeSeconds).toBeGreaterThanOrEqual(0.1);
+      if (onCitus) {
+        // Nothing holds committed events back on Citus: the projector reads each session by seq.
+        expect(status.horizonHeldBy).toBeNull();
+        expect((await osSnapshotProjector(testDb.db).catchUp()).eventsApplied).toBe(3);
       } else {
-        expect(status.horizonHeldBy).toMatchObject({ application: 'horizon-holder', state: 'idle in transaction' });
-        const printed = await runCliInProcess(['status'], { env: { DATABASE_URL: testDb.url } });
-        expect(printed.stdout).toMatch(new RegExp(`held back: +committed events wait for an older open transaction: pid ${rows[0]!.pid} .*application "horizon-holder", state idle in transaction`));
+        expect(status.horizonHeldBy).not.toBeNull();
+        // The oldest open transaction on the server: ours, unless another one is older still.
+        if (status.horizonHeldBy!.pid !== rows[0]!.pid) {
+          expect(status.horizonHeldBy!.transactionAgeSeconds).toBeGreaterThanOrEqual(0.1);
+        } else {
+          expect(status.horizonHeldBy).toMatchObject({ application: 'horizon-holder', state: 'idle in transaction' });
+          const printed = await runCliInProcess(['status'], { env: { DATABASE_URL: testDb.url } });
+          expect(printed.stdout).toMatch(new RegExp(`held back: +committed events wait for an older open transaction: pid ${rows[0]!.pid} .*application "horizon-holder", state idle in transaction`));
+        }
       }
     } finally {
       await holder.query('ROLLBACK');

@@ -5,6 +5,13 @@ import { createScratchDatabase, type ScratchDatabase } from './scratch-database.
 export type TestDatabase = Omit<ScratchDatabase, 'drop'>;
 
 /**
+ * True in the citus-suites project, where {@link createTestDatabase} makes the databases on a
+ * Citus cluster: there the projector reads each session by seq, and no transaction id or
+ * open transaction holds committed events back (docs/scale-out.md).
+ */
+export const onCitus = inject('citusCoordinatorUrl') !== undefined;
+
+/**
  * A database of its own on the test server, for one test file or one test: on the Citus
  * cluster in the citus-suites project (its global setup provides the cluster), so that the
  * same suites prove the same guarantees on a distributed store.
