@@ -17,6 +17,8 @@ export const onCitus = inject('citusCoordinatorUrl') !== undefined;
  * same suites prove the same guarantees on a distributed store.
  */
 export function createTestDatabase(options: { migrate?: boolean } = {}): Promise<ScratchDatabase> {
+  const citusUnavailable = inject('citusUnavailable');
+  if (citusUnavailable !== undefined) throw new Error(citusUnavailable);
   const coordinatorUrl = inject('citusCoordinatorUrl');
   if (coordinatorUrl !== undefined) return createCitusScratchDatabase({ coordinatorUrl, workerUrls: inject('citusWorkerUrls') }, options);
   return createScratchDatabase(inject('postgresAdminUrl'), options);
