@@ -56,11 +56,7 @@ async function distributeTables(db: Kysely<any>, projection: Projection): Promis
   const { rows } = await sql<{ definition: string | null }>`
     SELECT obj_description(to_regclass(${batchTable}), 'pg_class') AS definition`.execute(db);
   if (rows[0]?.definition !== expected) {
-    await sql`DROP TABLE IF EXISTS ${sql.table(batchTable)}`.execute(db);
-    await sql.raw(expected).execute(db);
-    // The definition it was made by, to know at the next migrate whether the reads changed.
-    await sql`COMMENT ON TABLE ${sql.table(batchTable)} IS ${sql.lit(expected)}`.execute(db);
-    await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON ${sql.table(batchTable)} TO ${sql.id(PROJECTOR_ROLE)}`.execute(db);
+    for (const statement of batchTableStatements(db, projection).slice(0, -1)) await sql.raw(statement).execute(db);
   }
   await sql`UPDATE projection_checkpoints SET session_heads = ${projection.sessionHeads} WHERE projection = ${projection.name}`.execute(db);
   const tables = [...projection.tables, batchTable];
@@ -71,4 +67,24 @@ async function distributeTables(db: Kysely<any>, projection: Projection): Promis
     WHERE c.oid = ANY (${tables}::regclass[])
       AND EXISTS (SELECT FROM pg_attribute WHERE attrelid = c.oid AND attname = 'session_id' AND NOT attisdropped)
       AND NOT EXISTS (SELECT FROM citus_tables WHERE table_name = c.oid::regclass)`.execute(db);
+}
+
+/**
+ * The statements that (re)create the projection's batch table on Citus, in order, to run in
+ * one transaction: drop it if there, create it (`createBatchTableSql`), note the definition it
+ * was made by (to know at the next migrate whether the reads changed), grant it to the
+ * projector role, and distribute it by `session_id`, colocated with `sessions` (last: migrate
+ * distributes it with the projection's tables). `migrate` runs them when the definition
+ * changed; a batch that finds the table missing runs them before it tries again.
+ */
+export function batchTableStatements(db: Kysely<any>, projection: Projection): string[] {
+  const table = sql.table(batchTableOf(projection));
+  const create = createBatchTableSql(projection).compile(db).sql;
+  return [
+    sql`DROP TABLE IF EXISTS ${table}`,
+    sql.raw(create),
+    sql`COMMENT ON TABLE ${table} IS ${sql.lit(create)}`,
+    sql`GRANT SELECT, INSERT, UPDATE, DELETE ON ${table} TO ${sql.id(PROJECTOR_ROLE)}`,
+    sql`SELECT create_distributed_table(${sql.lit(batchTableOf(projection))}::regclass, 'session_id', colocate_with => 'sessions')`,
+  ].map((statement) => statement.compile(db).sql);
 }

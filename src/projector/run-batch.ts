@@ -9,6 +9,8 @@ import type { Projection } from './projection.js';
 import { batchParameters, type BatchOutcome, batchSql, type StoppedSession, stopAtWindowEventSql } from './sql/batch-sql.js';
 import { isStoreDistributed } from '../db/distributed-store.js';
 import { compileSessionBatch, runSessionBatch, stopSessionFailingOnCitus } from './run-session-batch.js';
+import { batchTableStatements } from './register-projections.js';
+import { batchTableOf } from './sql/session-batch-sql.js';
 
 export interface BatchOptions {
   /** Events read from the log per batch (the window); bounds time and memory. */
@@ -83,7 +85,7 @@ export async function runBatch(
   options: BatchOptions,
   connection: BatchConnection = kyselyConnection(db, { inTransaction: false }),
 ): Promise<BatchResult> {
-  if (await isStoreDistributed(db)) return runSessionBatch(compileSessionBatch(db, projection), projection, held, options, connection);
+  if (await isStoreDistributed(db)) return runSessionBatchRestoringItsTable(db, projection, held, options, connection);
   const compiled = compiledBatch(db, projection);
   const values = batchValues(held, options, options.batchSize);
   let outcome: BatchOutcome;
@@ -105,6 +107,41 @@ export async function runBatch(
         ? undefined
         : { transactionId: outcome.end_transaction_id, position: Number(outcome.end_position) },
   };
+}
+
+/**
+ * {@link runSessionBatch} (Citus). When the projection's batch table is missing (dropped by
+ * hand, or the projection's tables made without `migrate`), it makes it again as `migrate`
+ * does (on this connection, in a transaction of its own) and runs the batch again; where it
+ * cannot (inside a caller's transaction, or without the right to create it), it throws an
+ * error that names the table and says to run `os-audit migrate`. The daemon retries either.
+ */
+async function runSessionBatchRestoringItsTable(
+  db: Kysely<DB>,
+  projection: Projection,
+  held: HeldLease,
+  options: BatchOptions,
+  connection: BatchConnection,
+): Promise<BatchResult> {
+  const batch = compileSessionBatch(db, projection);
+  try {
+    return await runSessionBatch(batch, projection, held, options, connection);
+  } catch (error) {
+    const table = batchTableOf(projection);
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    if (code !== '42P01' || typeof message !== 'string' || !message.includes(`"${table}"`)) throw error;
+    const missing = `the batch table ${table} of projection ${projection.name} is missing`;
+    if (connection.inTransaction) throw new Error(`${missing}: run os-audit migrate`, { cause: error });
+    try {
+      await connection.query('BEGIN', []);
+      for (const statement of batchTableStatements(db, projection)) await connection.query(statement, []);
+      await connection.query('COMMIT', []);
+    } catch (failure) {
+      await connection.query('ROLLBACK', []).catch(() => {});
+      throw new Error(`${missing} and could not be made again (${(failure as Error).message}): run os-audit migrate`, { cause: failure });
+    }
+    return runSessionBatch(batch, projection, held, options, connection);
+  }
 }
 
 /**

@@ -34,8 +34,8 @@ export function compileSessionBatch(db: Kysely<DB>, projection: Projection): Ses
  * projection never overlap; then plans the work (each session's next events, by seq), reads
  * those events once into the projection's batch table, stops
  * sessions at a hole or an unreadable event, folds the rest with the projection's statements
- * (each run by Citus on every shard), sets unreadable events aside with `skipInvalid`, and
- * counts the batch.
+ * (each run by Citus on every shard), sets unreadable events aside with `skipInvalid`, renews
+ * the lease again (its time to live counts from the commit) and counts the batch.
  *
  * Throws `LeaseLostError` when the lease is gone; nothing of the batch is kept then.
  */
@@ -81,6 +81,9 @@ async function foldWork(
     if (options.skipInvalid) skipped = (await connection.query(batch.setAside, [])).length;
   }
   const applied = windowCount - skipped;
+  // Again at the end: the lease then runs its time from the commit, not from the batch's start,
+  // so that a batch longer than the TTL (a dozen distributed statements) does not lose it.
+  await renewLease(batch, projection, held, options, connection);
   await connection.query(batch.countBatch, [applied, held.epoch]);
   await connection.query(batch.clearWork, []);
   await connection.query(batch.clearBatch, []);

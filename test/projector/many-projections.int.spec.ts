@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
+import { storeIsDistributed } from '../../src/db/distributed-store.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { pollUntil } from '../support/daemon-process.js';
@@ -22,9 +23,10 @@ const cli = (args: string[]) => runCliInProcess(args, { env: { DATABASE_URL: tes
 
 const gated = (turn: number, tool: string) => ({ kind: 'tool_gated', turn, call_id: `c${turn}`, tool, reason: 'ask_user' });
 
+/** How far the projection's checkpoint is: its position; on Citus, which has none (a batch reads by seq), the events it counts. */
 async function checkpointPosition(projection: string): Promise<number> {
-  const row = await testDb.db.selectFrom('projection_checkpoints').select('position').where('projection', '=', projection).executeTakeFirstOrThrow();
-  return Number(row.position);
+  const row = await testDb.db.selectFrom('projection_checkpoints').select(['position', 'events_applied']).where('projection', '=', projection).executeTakeFirstOrThrow();
+  return Number((await storeIsDistributed(testDb.db)) ? row.events_applied : row.position);
 }
 
 describe('one daemon, several projections', () => {

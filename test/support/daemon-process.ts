@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { type Kysely, sql } from 'kysely';
+import { storeIsDistributed } from '../../src/db/distributed-store.js';
 import type { DB } from '../../src/db/schema.js';
 import { cliEntry, namedUrl, repoRoot } from './cli-process.js';
 
@@ -277,12 +278,39 @@ export async function foldedTotals(db: Kysely<DB>) {
 }
 
 /**
- * Sessions whose `os_snapshots.last_seq` is not the highest seq among their events at or
- * before the checkpoint (in (transaction id, position) order), which is where a batch that
- * moved the checkpoint leaves it: rows here mean snapshot tables and checkpoint disagree (half
- * a batch kept, or a session folded past the checkpoint).
+ * Where the snapshot tables and the checkpoint disagree (half a batch kept, or a session
+ * folded past the checkpoint); empty when they agree.
+ *
+ * On one server: sessions whose `os_snapshots.last_seq` is not the highest seq among their
+ * events at or before the checkpoint (in (transaction id, position) order), which is where a
+ * batch that moved the checkpoint leaves it.
+ *
+ * On Citus the checkpoint has no position (a batch reads by seq, see docs/scale-out.md): its
+ * heads are `os_snapshots.last_seq`. Rows then are sessions whose head is past their stored
+ * log (`expected` the log's last seq, `actual` the head), and, named `(events_applied)`, a
+ * checkpoint whose `events_applied` (`actual`) is not what the heads account for (`expected`:
+ * the events up to every head, less those set aside in `projection_errors`).
  */
 export async function lastSeqsOffTheCheckpoint(db: Kysely<DB>) {
+  if (await storeIsDistributed(db)) {
+    const { rows } = await sql<{ session_id: string; expected: number | null; actual: number | null }>`
+      WITH logs AS (SELECT session_id, max(seq) AS last_seq FROM session_events GROUP BY session_id),
+      heads_past AS (
+        SELECT s.session_id, l.last_seq AS expected, s.last_seq AS actual
+        FROM os_snapshots s LEFT JOIN logs l ON l.session_id = s.session_id
+        WHERE l.last_seq IS NULL OR s.last_seq > l.last_seq),
+      counted AS (
+        SELECT '(events_applied)'::text AS session_id,
+          (SELECT coalesce(sum(last_seq + 1), 0) FROM os_snapshots)
+            - (SELECT count(*) FROM projection_errors WHERE projection = 'os_snapshot') AS expected,
+          (SELECT events_applied FROM projection_checkpoints WHERE projection = 'os_snapshot') AS actual)
+      SELECT session_id, expected::bigint, actual::bigint FROM (
+        (SELECT * FROM heads_past ORDER BY session_id LIMIT 20)
+        UNION ALL
+        SELECT * FROM counted WHERE expected IS DISTINCT FROM actual) AS off
+      ORDER BY 1`.execute(db);
+    return rows.map((row) => ({ ...row, expected: row.expected === null ? null : Number(row.expected), actual: row.actual === null ? null : Number(row.actual) }));
+  }
   const { rows } = await sql<{ session_id: string; expected: number | null; actual: number | null }>`
     WITH c AS (SELECT transaction_id, position FROM projection_checkpoints WHERE projection = 'os_snapshot'),
     reached AS (

@@ -37,21 +37,37 @@ export function resumeUnreadableSql(projection: Projection): RawBuilder<{ sessio
 }
 
 /**
- * `$1` the most events per session, `$2` the sessions to take (null: all): the batch's
- * sessions, each from the seq after its head in the projection to the session's head (at most
- * `$1` of them), unless the session is stopped.
+ * `$1` the most events of the batch, `$2` the sessions to take (null: all): the batch's
+ * sessions, each from the seq after its head in the projection towards the session's head,
+ * unless the session is stopped; at most `$1` events in all, as `--batch-size` documents. The
+ * sessions are taken in the order of their first unfolded event's position (about the order
+ * it was appended, as one server reads), so that no session waits behind newer ones; the last
+ * session taken may get only part of its backlog (the next batch goes on from there). Each
+ * session's row is found on its shard (pushed down); the running total over them is taken on
+ * the coordinator: one row per session with a backlog, no event.
  */
 export function planWorkSql(projection: Projection): RawBuilder<unknown> {
   const name = sql.lit(projection.name);
   return sql`
+    WITH pending AS MATERIALIZED (
+      SELECT s.session_id, coalesce(h.last_seq, -1) AS prev_seq, s.last_seq - coalesce(h.last_seq, -1) AS backlog, e.position
+      FROM sessions AS s
+      LEFT JOIN (SELECT session_id, max(last_seq) AS last_seq FROM ${sql.table(projection.sessionHeads)} GROUP BY session_id) AS h
+        ON h.session_id = s.session_id
+      LEFT JOIN projection_blocked_sessions AS b ON b.session_id = s.session_id AND b.projection = ${name}
+      LEFT JOIN session_events AS e ON e.session_id = s.session_id AND e.seq = coalesce(h.last_seq, -1) + 1
+      WHERE s.last_seq > coalesce(h.last_seq, -1) AND b.session_id IS NULL
+        AND ($2::text[] IS NULL OR s.session_id = ANY ($2::text[]))
+    ),
+    ordered AS (
+      SELECT session_id, prev_seq, backlog,
+        sum(backlog) OVER (ORDER BY position NULLS FIRST, session_id ROWS UNBOUNDED PRECEDING) - backlog AS before
+      FROM pending
+    )
     INSERT INTO projection_work (projection, session_id, prev_seq, target_seq)
-    SELECT ${name}, s.session_id, coalesce(h.last_seq, -1), least(s.last_seq, coalesce(h.last_seq, -1) + $1::bigint)
-    FROM sessions AS s
-    LEFT JOIN (SELECT session_id, max(last_seq) AS last_seq FROM ${sql.table(projection.sessionHeads)} GROUP BY session_id) AS h
-      ON h.session_id = s.session_id
-    LEFT JOIN projection_blocked_sessions AS b ON b.session_id = s.session_id AND b.projection = ${name}
-    WHERE s.last_seq > coalesce(h.last_seq, -1) AND b.session_id IS NULL
-      AND ($2::text[] IS NULL OR s.session_id = ANY ($2::text[]))`;
+    SELECT ${name}, session_id, prev_seq, prev_seq + least(backlog, $1::bigint - before)
+    FROM ordered
+    WHERE before < $1::bigint`;
 }
 
 /** The projection's batch table on Citus: the batch's events, read. */
