@@ -15,6 +15,11 @@ export function createTestDatabase(options: { migrate?: boolean } = {}): Promise
   return createScratchDatabase(inject('postgresAdminUrl'), options);
 }
 
+/** True in the citus-suites project, whose test databases are on the Citus cluster. */
+export function onCitus(): boolean {
+  return inject('citusCoordinatorUrl') !== undefined;
+}
+
 /**
  * Gives the calling test file its own migrated database, created before its tests and dropped
  * after them; with `perTest`, each test its own (for tests that need an empty log). Read the
