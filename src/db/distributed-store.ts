@@ -38,5 +38,32 @@ export function isStoreDistributed(db: Kysely<any>): Promise<boolean> {
  * which the store's trigger cannot: it fires on the workers. In a transaction, on its commit.
  */
 export async function notifyAppendedOnCitus(db: Kysely<any>): Promise<void> {
-  if (await isStoreDistributed(db)) await sql`SELECT pg_notify('os_audit_events_appended', '')`.execute(db);
+  if (await isStoreDistributed(db)) await notifyAppended(db);
+}
+
+/**
+ * Wakes the projectors on the commit of the transaction `db` is in (call it on Citus only:
+ * on one server the store's trigger does it). Returns the transaction's id on the coordinator
+ * (the one its events' `transaction_id` hold), and the connection's global process id: the id
+ * Citus gives the connection's backend on the coordinator and every backend that works for it
+ * on the workers (`citus_stat_activity.global_pid`), so that another connection can wait until
+ * that work has ended ({@link distributedWorkEnded}).
+ */
+export async function notifyAppended(db: Kysely<any>): Promise<{ transactionId: string; globalPid: string }> {
+  const { rows } = await sql<{ transaction_id: string; global_pid: string }>`
+    SELECT pg_notify('os_audit_events_appended', ''), pg_current_xact_id()::text AS transaction_id, citus_backend_gpid()::text AS global_pid`.execute(db);
+  return { transactionId: rows[0]!.transaction_id, globalPid: rows[0]!.global_pid };
+}
+
+/**
+ * Whether every backend of the coordinator's connection `globalPid` (its own, and those that
+ * worked for it on the workers) is gone or idle outside a transaction: whatever transaction it
+ * had open on any node has committed or rolled back there. On Citus a transaction that wrote
+ * on one worker commits there before the coordinator commits, so the coordinator's transaction
+ * status alone does not tell when its rows on the worker are settled.
+ */
+export async function distributedWorkEnded(db: Kysely<any>, globalPid: string): Promise<boolean> {
+  const { rows } = await sql<{ busy: boolean }>`
+    SELECT EXISTS (SELECT FROM citus_stat_activity WHERE global_pid = ${globalPid}::bigint AND state IS DISTINCT FROM 'idle') AS busy`.execute(db);
+  return !rows[0]!.busy;
 }

@@ -2,7 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { ConnectionLostError, isConnectionLoss } from '../db/connection-loss.js';
-import { notifyAppendedOnCitus } from '../db/distributed-store.js';
+import { distributedWorkEnded, isStoreDistributed, notifyAppended, notifyAppendedOnCitus } from '../db/distributed-store.js';
 import { poolOf } from '../db/open-database.js';
 import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { sleep } from '../time/sleep.js';
@@ -13,7 +13,7 @@ import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventValue } from './encode-event.js';
 import type { Limits } from './limits.js';
-import { appendAtHeadSql, type HeadReserved, reserveSeqsSql } from './sql/append-at-head.js';
+import { appendAtHeadSql, type HeadReserved, insertEventsSql, moveHeadFromSql, moveHeadSql, reserveSeqsSql } from './sql/append-at-head.js';
 import { copyEvents, eventRowsText, sessionEventsText } from './sql/copy-events.js';
 import { advanceHeadsSql, appendSequencedSql, type SessionSpans } from './sql/append-sequenced.js';
 import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
@@ -158,11 +158,12 @@ export class EventStore {
     checkSessionId(sessionId, {}, limits);
     if (count === 0) return [];
     if (expectedSeq !== undefined) {
+      const events = encode(0, count);
       const rows = emptyRows();
-      encode(0, count).forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
+      events.forEach((event, index) => pushRow(rows, sessionId, expectedSeq + 1 + index, event));
       const store = async (attempt: number) => {
         try {
-          await this.appendSequenced(rows);
+          await this.appendExpected(sessionId, expectedSeq, events, rows);
         } catch (error) {
           // An earlier attempt whose answer the lost connection took may have stored them: then it is done.
           if (attempt > 1 && error instanceof ConcurrencyError && (await this.findFirstMismatch(rows)) === -1) return;
@@ -172,14 +173,59 @@ export class EventStore {
       await (this.db.isTransaction ? store(1) : this.retrying(store));
       return rows.seqs;
     }
-    const lastSeq = this.db.isTransaction
-      ? (this.copyClient !== undefined && count > APPEND_SLICE
+    let lastSeq: number;
+    if (this.db.isTransaction && (await isStoreDistributed(this.db))) {
+      await notifyAppended(this.db);
+      lastSeq = (await this.appendRouted(this.db, sessionId, count, encode))!;
+    } else if (this.db.isTransaction) {
+      lastSeq = (
+        this.copyClient !== undefined && count > APPEND_SLICE
           ? await this.copyAtHead(this.copyClient, sessionId, count, encode)
           : await this.appendSlicesAtHead(this.db, sessionId, count, encode)
-        ).last_seq
-      : await this.retrying(() => this.appendAtHeadCommitted(sessionId, count, encode));
-    await notifyAppendedOnCitus(this.db);
+      ).last_seq;
+    } else {
+      lastSeq = await this.retrying(() => this.appendAtHeadCommitted(sessionId, count, encode));
+    }
     return Array.from({ length: count }, (_, index) => lastSeq - count + 1 + index);
+  }
+
+  /**
+   * Stores one session's events where its log ends at `expectedSeq`, or throws a
+   * {@link ConcurrencyError}. On Citus, in statements routed to the session's shard
+   * ({@link appendRouted}), in a transaction that also notifies the projectors.
+   */
+  private async appendExpected(sessionId: string, expectedSeq: number, events: readonly EncodedEvent[], rows: EventRows): Promise<void> {
+    if (!(await isStoreDistributed(this.db))) return this.appendSequenced(rows);
+    const append = async (db: Kysely<DB>) => {
+      await notifyAppended(db);
+      return this.appendRouted(db, sessionId, events.length, (from, to) => events.slice(from, to), expectedSeq);
+    };
+    const lastSeq = this.db.isTransaction ? await append(this.db) : await this.db.transaction().execute(append);
+    if (lastSeq === undefined) throw new ConcurrencyError(sessionId, expectedSeq, await this.lastSeq(sessionId));
+  }
+
+  /**
+   * On Citus: moves the session's head (from `expectedSeq` when given) and stores the events at
+   * the seqs up to it, in statements that Citus sends as they are to the session's shard
+   * ({@link insertEventsSql}), inside the caller's transaction. Returns the new head, or
+   * `undefined` when the log does not end at `expectedSeq` (nothing stored).
+   */
+  private async appendRouted(
+    db: Kysely<DB>,
+    sessionId: string,
+    count: number,
+    encode: (from: number, to: number) => EncodedEvent[],
+    expectedSeq?: number,
+  ): Promise<number | undefined> {
+    const move = expectedSeq === undefined ? moveHeadSql(sessionId, count) : moveHeadFromSql(sessionId, expectedSeq, count);
+    const head = (await move.execute(db)).rows[0];
+    if (head === undefined) return undefined;
+    let seq = head.last_seq - count + 1;
+    for (const slice of slices(count, APPEND_SLICE, encode)) {
+      await insertEventsSql(sessionId, seq, slice).execute(db);
+      seq += slice.length;
+    }
+    return head.last_seq;
   }
 
   /** `work`, tried again while the connection is lost, as this store's `connectionRetry` says. */
@@ -191,7 +237,9 @@ export class EventStore {
    * An append at the head in a transaction of its own, whose outcome is known even when the
    * connection drops: lost before the commit was sent, nothing is stored; lost during the
    * commit, the transaction's status tells. Either way a {@link ConnectionLostError} says
-   * nothing is stored, and the append can go again.
+   * nothing is stored, and the append can go again. On Citus the projectors are
+   * notified in the same transaction (the notification goes out on its commit), and the
+   * connection's global process id is kept to learn when its work on the worker has ended.
    */
   private async appendAtHeadCommitted(sessionId: string, count: number, encode: (from: number, to: number) => EncodedEvent[]): Promise<number> {
     const notStored = (error: unknown) =>
@@ -201,15 +249,23 @@ export class EventStore {
         { cause: error },
       );
     // Where the connection was lost at the commit: the transaction that may have committed.
-    let inDoubt: { head: HeadReserved; error: unknown } | undefined;
+    let inDoubt: { head: HeadReserved; globalPid: string | undefined; error: unknown } | undefined;
+    let distributed = false;
     const write = async (db: Kysely<DB>, client: pg.PoolClient | undefined): Promise<number> => {
       let head: HeadReserved | undefined;
+      let globalPid: string | undefined;
       try {
         await sql`BEGIN`.execute(db);
-        head =
-          client !== undefined && count > APPEND_SLICE
-            ? await this.copyAtHead(client, sessionId, count, encode)
-            : await this.appendSlicesAtHead(db, sessionId, count, encode);
+        if (distributed) {
+          const notified = await notifyAppended(db);
+          globalPid = notified.globalPid;
+          head = { last_seq: (await this.appendRouted(db, sessionId, count, encode))!, transaction_id: notified.transactionId };
+        } else {
+          head =
+            client !== undefined && count > APPEND_SLICE
+              ? await this.copyAtHead(client, sessionId, count, encode)
+              : await this.appendSlicesAtHead(db, sessionId, count, encode);
+        }
         await sql`COMMIT`.execute(db);
         return head.last_seq;
       } catch (error) {
@@ -217,18 +273,19 @@ export class EventStore {
           await sql`ROLLBACK`.execute(db).catch(() => {});
           throw error;
         }
-        if (head !== undefined) inDoubt = { head, error };
+        if (head !== undefined) inDoubt = { head, globalPid, error };
         throw error;
       }
     };
     try {
+      distributed = await isStoreDistributed(this.db);
       return poolOf(this.db) === undefined
         ? await this.db.connection().execute((db) => write(db, undefined))
         : await withPinnedConnection(this.db, ({ client, db }) => write(db, client));
     } catch (error) {
       if (!isConnectionLoss(error) || error instanceof ConnectionLostError) throw error;
       // Asked once the broken connection is back in the pool, which may have no other to give.
-      if (inDoubt !== undefined && (await this.committedHere(sessionId, inDoubt.head, count, encode, inDoubt.error))) return inDoubt.head.last_seq;
+      if (inDoubt !== undefined && (await this.committedHere(sessionId, inDoubt.head, inDoubt.globalPid, count, encode, inDoubt.error))) return inDoubt.head.last_seq;
       throw notStored(error);
     }
   }
@@ -238,11 +295,14 @@ export class EventStore {
    * events are at the seqs it was given, written by that transaction. The events themselves are
    * looked at, not only the transaction's status: after a crash, PostgreSQL may hand the id of
    * a transaction that never reached the disk to a later one, whose commit would then answer
-   * for it.
+   * for it. On Citus the events are on a worker, whose part of the transaction commits before
+   * the coordinator's and may still be under way once the coordinator's has ended: they are
+   * looked at once every backend of the connection (`globalPid`) has ended its transaction.
    */
   private async committedHere(
     sessionId: string,
     head: HeadReserved,
+    globalPid: string | undefined,
     count: number,
     encode: (from: number, to: number) => EncodedEvent[],
     lost: unknown,
@@ -250,7 +310,7 @@ export class EventStore {
     const firstSeq = head.last_seq - count + 1;
     const rows = emptyRows();
     encode(0, count).forEach((event, index) => pushRow(rows, sessionId, firstSeq + index, event));
-    return this.outcomeOf(head.transaction_id, lost, async () => {
+    return this.outcomeOf(head.transaction_id, globalPid, lost, async () => {
       const { rows: written } = await sql<{ count: number }>`
         SELECT count(*)::int AS count FROM session_events
         WHERE session_id = ${sessionId} AND seq BETWEEN ${firstSeq} AND ${head.last_seq} AND transaction_id = ${head.transaction_id}::xid8`.execute(this.db);
@@ -265,13 +325,15 @@ export class EventStore {
    * another connection. When that cannot be learned in time, the append's outcome is unknown:
    * a {@link ConnectionLostError} that must not be retried blindly.
    */
-  private async outcomeOf(transactionId: string, lost: unknown, isStored: () => Promise<boolean>): Promise<boolean> {
+  private async outcomeOf(transactionId: string, globalPid: string | undefined, lost: unknown, isStored: () => Promise<boolean>): Promise<boolean> {
     try {
       return await retryOnConnectionLoss(async () => {
         // Still in progress: its server process has not yet seen that its client is gone.
         while ((await sql<{ status: string | null }>`SELECT pg_xact_status(${transactionId}::xid8) AS status`.execute(this.db)).rows[0]!.status === 'in progress') {
           await sleep(50);
         }
+        // On Citus, its part on the worker may commit after the coordinator's has ended.
+        while (globalPid !== undefined && !(await distributedWorkEnded(this.db, globalPid))) await sleep(50);
         return isStored();
       }, this.connectionRetry || {});
     } catch (error) {
@@ -339,6 +401,8 @@ export class EventStore {
    */
   async appendSequenced(rows: EventRows): Promise<void> {
     if (rows.seqs.length === 0) return;
+    // On Citus, in a transaction of its own: the projectors are notified on its commit.
+    if (!this.db.isTransaction && (await isStoreDistributed(this.db))) return this.transaction((store) => store.appendSequenced(rows));
     if (this.copyClient !== undefined && rows.seqs.length > APPEND_SLICE) {
       const spans = sessionSpans(rows);
       const { advanced } = (await advanceHeadsSql(spans).execute(this.db)).rows[0]!;

@@ -40,13 +40,44 @@ export function reserveSeqsSql(sessionId: string, count: number): RawBuilder<Hea
 /**
  * The upsert of {@link reserveSeqsSql}, returning the new `last_seq`. The transaction id is
  * asked outside it: Citus refuses it in a RETURNING, and outside it gives the coordinator's,
- * which the events' `transaction_id` also hold.
+ * which the events' `transaction_id` also hold. Alone, it is what a writer on Citus sends
+ * (see {@link insertEventsSql}).
  */
-function moveHeadSql(sessionId: string, count: number): RawBuilder<{ last_seq: number }> {
+export function moveHeadSql(sessionId: string, count: number): RawBuilder<{ last_seq: number }> {
   return sql`
     INSERT INTO sessions AS s (session_id, last_seq)
     VALUES (${sessionId}, ${count - 1})
     ON CONFLICT (session_id) DO UPDATE
       SET last_seq = s.last_seq + ${count}
     RETURNING last_seq`;
+}
+
+/**
+ * Moves a session's head from `expectedSeq` (-1: a session without events) `count` seqs on
+ * and returns the new `last_seq`; no row when the log ends elsewhere.
+ */
+export function moveHeadFromSql(sessionId: string, expectedSeq: number, count: number): RawBuilder<{ last_seq: number }> {
+  const lastSeq = expectedSeq + count;
+  return expectedSeq === -1
+    ? sql`INSERT INTO sessions (session_id, last_seq) VALUES (${sessionId}, ${lastSeq}) ON CONFLICT (session_id) DO NOTHING RETURNING last_seq`
+    : sql`UPDATE sessions SET last_seq = ${lastSeq} WHERE session_id = ${sessionId} AND last_seq = ${expectedSeq} RETURNING last_seq`;
+}
+
+/**
+ * One session's events at the seqs from `firstSeq` on, as a multi-row `INSERT … VALUES`: what
+ * a writer sends on Citus after the head moved ({@link moveHeadSql}, {@link moveHeadFromSql}).
+ * Citus routes each of these statements as it is to the session's shard, on one worker: the
+ * transaction then commits on that worker alone (no two-phase commit), and a refusal there
+ * (a CHECK, a trigger) reaches the client with its SQLSTATE. A statement that reads its rows
+ * from a CTE or a set-returning function, as {@link appendAtHeadSql} does, is instead run through
+ * the coordinator: its intermediate result is sent to every worker, the rows go to the shard by
+ * `COPY` (whose errors Citus relays as XX000, without their SQLSTATE), and the commit is a
+ * two-phase one over every worker.
+ */
+export function insertEventsSql(sessionId: string, firstSeq: number, events: readonly EncodedEvent[]): RawBuilder<unknown> {
+  const rows = events.map(
+    (event, index) =>
+      sql`(${sessionId}, ${firstSeq + index}::bigint, ${event.kind}, ${event.turn}::bigint, ${event.payload}::json, ${event.payloadText}::text)`,
+  );
+  return sql`INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text) VALUES ${sql.join(rows)}`;
 }
