@@ -83,11 +83,12 @@ async function writer(store: EventStore, prefix: string, sessions: number, appen
 
 describe.runIf(citusTestsRun)('the projector on Citus', () => {
   describe('under concurrent writers on both workers, a stream import in flight and a worker restarted under it', () => {
-    // A cluster of its own: its worker is stopped.
+    // A cluster of its own: its worker is stopped. It commits durably (the harness's default is
+    // synchronous_commit off): a worker stopped at once would lose commits it had acknowledged.
     let cluster: CitusCluster | undefined;
     let scratch: ScratchDatabase | undefined;
     beforeAll(async () => {
-      cluster = await startCitusCluster({ workers: 2 });
+      cluster = await startCitusCluster({ workers: 2, settings: { synchronous_commit: 'on' } });
       scratch = await createCitusScratchDatabase(cluster);
     });
     afterAll(async () => {

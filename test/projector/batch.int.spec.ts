@@ -39,9 +39,11 @@ describe('a batch (one statement)', () => {
     const held = (await lease.tryAcquire())!;
     const first = await runBatch(testDb.db, osSnapshotProjection, held, { ...options, batchSize: 6 });
     expect(first).toMatchObject({ windowCount: 6, eventsApplied: 6, skipped: 0, stoppedCount: 0 });
+    // On Citus the checkpoint is each session's head: the older session whole, then the next one's first event.
+    if (onCitus) expect((await projectedState(testDb.db)).sessions).toEqual([{ session_id: 'a', last_seq: 4 }, { session_id: 'b', last_seq: 0 }]);
     const second = await runBatch(testDb.db, osSnapshotProjection, held, { ...options, batchSize: 6 });
     expect(second).toMatchObject({ windowCount: 3, eventsApplied: 3 });
-    expect(second.checkpoint!.position).toBeGreaterThan(first.checkpoint!.position);
+    if (!onCitus) expect(second.checkpoint!.position).toBeGreaterThan(first.checkpoint!.position);
     expect(await runBatch(testDb.db, osSnapshotProjection, held, options)).toMatchObject({ windowCount: 0, checkpoint: undefined });
     expect((await projectedState(testDb.db)).checkpoint.events_applied).toBe(9);
     expect(await verifyOsSnapshots(testDb.db, { all: true })).toMatchObject({ mismatches: [], pending: [], checked: 2 });
