@@ -15,7 +15,7 @@ import { type HeldLease, Lease, LeaseLostError } from './lease.js';
 import { CheckpointMovedError } from './checkpoint-moved-error.js';
 import type { Projection } from './projection.js';
 import { type BatchConnection, kyselyConnection, onPoolClient, type ServerConnections } from './batch-connection.js';
-import { type BatchResult, runBatchStoppingFailures } from './run-batch.js';
+import { type BatchResult, madeProgress, runBatchStoppingFailures } from './run-batch.js';
 import { isStoreDistributed } from '../db/distributed-store.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
@@ -163,7 +163,7 @@ export class Projector {
           ? await this.db.connection().execute((db) => run(kyselyConnection(db, { inTransaction: false })))
           : await withPinnedConnection(this.db, ({ client }) => onPoolClient(client, this.serverConnections, run));
       this.reached();
-      if (result.windowCount > 0 || result.resumedCount > 0) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
+      if (madeProgress(result)) this.emit({ type: 'batch', result, durationMs: performance.now() - started });
       if (result.stoppedCount > 0) this.emit({ type: 'sessions_stopped', sessions: result.stopped, count: result.stoppedCount });
       return result;
     } catch (error) {
@@ -216,7 +216,7 @@ export class Projector {
           if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) continue;
           throw error;
         }
-        if (result.windowCount > 0 || result.resumedCount > 0) {
+        if (madeProgress(result)) {
           report.checkpoint = result.checkpoint ?? report.checkpoint;
           report.batches += 1;
           report.eventsApplied += result.eventsApplied;
@@ -259,10 +259,10 @@ export class Projector {
           const result = await this.step();
           retryDelayMs = 500;
           // The next step renews the lease as it starts: no round trip of its own after a wake.
-          if (result.windowCount === 0 && result.resumedCount === 0) {
+          if (!madeProgress(result)) {
             this.emit({ type: 'idle', role: 'leader' });
             await idle(this.options.pollIntervalMs);
-          } else if (listener !== undefined && result.windowCount < this.options.batchSize) {
+          } else if (listener !== undefined && result.windowCount < this.options.batchSize && result.stoppedCount === 0) {
             // The batch took all there was: what was appended meanwhile was notified, so wait
             // for that rather than look again at once.
             await idle(this.options.pollIntervalMs);

@@ -6,7 +6,7 @@ import { Lease } from './lease.js';
 import type { Projection } from './projection.js';
 import { DEFAULT_BATCH_SIZE } from './projector.js';
 import { kyselyConnection } from './batch-connection.js';
-import { runBatchStoppingFailures } from './run-batch.js';
+import { madeProgress, runBatchStoppingFailures } from './run-batch.js';
 
 export interface RebuildOptions {
   batchSize?: number;
@@ -56,7 +56,7 @@ export async function rebuildProjection(db: Kysely<DB>, projection: Projection, 
     const batchOptions = { batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE, skipInvalid: options.skipInvalid ?? false, leaseTtlMs: REBUILD_LEASE_TTL_MS };
     for (;;) {
       const batch = await runBatchStoppingFailures(trx, projection, held, batchOptions, connection);
-      if (batch.windowCount === 0) break;
+      if (!madeProgress(batch)) break;
       report.eventsApplied += batch.eventsApplied;
       report.skipped += batch.skipped;
       report.stopped += batch.stoppedCount;

@@ -46,6 +46,15 @@ export interface BatchResult {
   checkpoint: Checkpoint | undefined;
 }
 
+/**
+ * Whether a batch moved the projection on: it folded or set aside events, or stopped or took up
+ * sessions. On Citus a batch whose planned events all belong to sessions it stopped folds none,
+ * and the sessions behind them are taken by the next batch.
+ */
+export function madeProgress(result: BatchResult): boolean {
+  return result.windowCount > 0 || result.stoppedCount > 0 || result.resumedCount > 0;
+}
+
 /** The statement of a projection's batch, compiled once. */
 interface CompiledBatch {
   text: string;

@@ -102,9 +102,10 @@ describe('batch paths', () => {
           }
         },
       ),
-      { numRuns: 20, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH, endOnFailure: true } : {}) },
+      // Fewer on Citus, where each batch (of 1 to 30 events here) is a dozen distributed statements.
+      { numRuns: onCitus ? 8 : 20, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH, endOnFailure: true } : {}) },
     );
-    expect(seen.wholeLogCompared).toBeGreaterThan(20);
-    expect(seen.stopped).toBeGreaterThan(5);
-  }, 240_000);
+    expect(seen.wholeLogCompared).toBeGreaterThan(onCitus ? 8 : 20);
+    expect(seen.stopped).toBeGreaterThan(onCitus ? 2 : 5);
+  }, 600_000);
 });
