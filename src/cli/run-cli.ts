@@ -16,6 +16,7 @@ import { registerVerifyCommand } from './commands/verify-command.js';
 import { builtInProjections } from '../../projections/index.js';
 import { PROJECTIONS_ENV } from './projection-options.js';
 import { DEFAULT_DATA_DIR, embeddedDataDir, openEmbeddedDatabase } from './embedded-database.js';
+import { checkDatabaseUrl, describeFailure, type FailureContext } from './describe-failure.js';
 
 const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
 
@@ -71,14 +72,24 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   // Commands read the database URL from this environment, where the embedded server's lands.
   const session: CliIo = { ...io, env: { ...io.env } };
   let embedded: LocalPostgres | undefined;
+  const failure: FailureContext = {};
   const program = buildProgram(session);
   program.hook('preAction', async (_program, command) => {
     const options = command.optsWithGlobals<{ databaseUrl?: string; dataDir?: string }>();
     // `os-audit db …` manages the embedded server itself, whatever the database URL.
-    if (options.databaseUrl || session.env.DATABASE_URL || command.parent?.name() === 'db') return;
+    if (command.parent?.name() === 'db') return;
+    const given = options.databaseUrl || session.env.DATABASE_URL;
+    if (given) {
+      failure.databaseUrlFrom = options.databaseUrl ? '--database-url' : 'DATABASE_URL';
+      failure.databaseUrl = given;
+      checkDatabaseUrl(given, failure.databaseUrlFrom);
+      return;
+    }
+    failure.databaseUrlFrom = 'the embedded PostgreSQL';
     embedded = await openEmbeddedDatabase(session, embeddedDataDir(options, session.env), ['os-audit', ...args].join(' '));
     session.env.DATABASE_URL = embedded.url;
     session.embeddedDatabaseUrl = embedded.url;
+    failure.databaseUrl = embedded.url;
   });
   try {
     await program.parseAsync([...args], { from: 'user' });
@@ -90,6 +101,11 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     if (error instanceof CliError) {
       io.stderr.write(`os-audit: ${error.message}\n`);
       return error.exitCode;
+    }
+    const ordinary = describeFailure(error, failure);
+    if (ordinary !== undefined && !io.env.OS_AUDIT_DEBUG) {
+      io.stderr.write(`os-audit: ${ordinary}\n`);
+      return 1;
     }
     const detail = error instanceof Error ? (io.env.OS_AUDIT_DEBUG ? error.stack : error.message) : String(error);
     io.stderr.write(`os-audit: ${detail}\n`);

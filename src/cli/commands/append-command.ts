@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { LogWriter } from '../../import/log-writer.js';
@@ -41,7 +41,8 @@ a line over the size limit stops the reading there.`,
       const limits = resolveLimits(options, io.env);
       const encodeOptions = { strict: options.strict, ...limits };
       const name = file === undefined || file === '-' ? '<stdin>' : file;
-      const input = name === '<stdin>' ? io.stdin : createReadStream(name);
+      // Opened before connecting: a wrong path is one line, not an error event on a stream nobody reads yet.
+      const input = name === '<stdin>' ? io.stdin : await openEventFile(name);
       const appended = await withDatabase(url, (db) =>
         new EventStore(db).transaction(async (store) => {
           checkSessionId(sessionId, {}, limits);
@@ -117,6 +118,15 @@ function* eventsOfArray(array: ArrayText, name: string, sessionId: string) {
   }
 }
 
+/** A file of events to read, refused at once when it is missing, unreadable or a directory. */
+async function openEventFile(name: string): Promise<Readable> {
+  const file = await open(name);
+  if ((await file.stat()).isDirectory()) {
+    await file.close();
+    throw new CliError(`${name} is a directory: give a file of events, or - for standard input`);
+  }
+  return file.createReadStream();
+}
 
 function rethrowAsCliError(error: unknown): never {
   if (error instanceof InvalidEventError || error instanceof ConcurrencyError) {
