@@ -89,7 +89,7 @@ export type { StoppedSession } from './projector/sql/batch-sql.js';
 export type { Checkpoint } from './projector/checkpoint.js';
 export { CheckpointMovedError } from './projector/checkpoint-moved-error.js';
 export { LeaseLostError } from './projector/lease.js';
-export { type BlockedSession, type HorizonHolder, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
+export { type BlockedSession, type HorizonHolder, type ProjectionHalt, projectionHalt, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
 export { rebuildProjection, type RebuildOptions, type RebuildReport } from './projector/rebuild-projection.js';
 
 // The OS audit snapshot: the reference fold, its SQL projection, reading and verifying it.

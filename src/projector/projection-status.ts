@@ -56,6 +56,30 @@ export interface ProjectionStatus {
   blocked: BlockedSession[];
   /** Set when committed events wait behind an older open transaction. */
   horizonHeldBy: HorizonHolder | null;
+  /** Set when the projection as a whole cannot advance: see {@link projectionHalt}. */
+  halted: ProjectionHalt | null;
+}
+
+/** Why a projection is halted, and since when. */
+export interface ProjectionHalt {
+  reason: string;
+  since: Date | null;
+}
+
+/**
+ * Whether a projection is halted: its last error is newer than its last progress (every batch
+ * that folds anything clears it), so its projector is retrying a batch that keeps failing and no
+ * session advances. Stopped sessions do not halt it: every other session goes on (they are
+ * counted in `blockedSessions`).
+ *
+ * @example
+ * ```ts
+ * const halt = projectionHalt(await readProjectionStatus(db, 'os_snapshot'));
+ * if (halt) alert(`os_snapshot halted since ${halt.since?.toISOString()}: ${halt.reason}`);
+ * ```
+ */
+export function projectionHalt(status: Pick<ProjectionStatus, 'lastError'>): ProjectionHalt | null {
+  return status.lastError === null ? null : { reason: status.lastError.message, since: status.lastError.at };
 }
 
 /**
@@ -103,6 +127,7 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
   // On Citus the projector reads by seq: no transaction holds events back.
   const distributed = await storeIsDistributed(db);
   const heldBack = behind.events > 0 && !distributed && (await backlogWaitsForOpenTransaction(db, checkpoint));
+  const lastError = checkpoint.last_error ? { message: checkpoint.last_error, at: checkpoint.last_error_at } : null;
   return {
     projection,
     checkpoint: {
@@ -115,11 +140,12 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
     version: checkpoint.version,
     behind,
     leader: lease ? { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expires_at, live: lease.live } : null,
-    lastError: checkpoint.last_error ? { message: checkpoint.last_error, at: checkpoint.last_error_at } : null,
+    lastError,
     skippedEvents: Number(skipped.n),
     blockedSessions: blocked[0]?.total ?? 0,
     blocked: blocked.map((row) => ({ sessionId: row.session_id, seq: row.seq, kind: row.kind, reason: row.reason, problem: row.problem, since: row.blocked_at })),
     horizonHeldBy: heldBack ? await findHorizonHolder(db) : null,
+    halted: projectionHalt({ lastError }),
   };
 }
 

@@ -28,6 +28,7 @@ function status(events: number, seconds: number, skippedEvents: number, blockedS
     blockedSessions,
     blocked: [],
     horizonHeldBy: null,
+    halted: null,
   };
 }
 

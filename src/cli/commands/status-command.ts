@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { type ProjectionStatus, readProjectionStatus } from '../../projector/projection-status.js';
-import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 
 export function registerStatusCommand(program: Command, io: CliIo): void {
@@ -9,7 +10,9 @@ export function registerStatusCommand(program: Command, io: CliIo): void {
     .description('show each projection: checkpoint, events and seconds behind, leader, last error, stopped sessions, what holds it back')
     .option('--projection <name>', 'only this projection (default: all)')
     .option('--json', 'print the statuses as a JSON array, one per projection')
-    .action(async (options: { json?: boolean; projection?: string }, command: Command) => {
+    .option('--fail-if-behind <seconds>', 'also exit 1 when a projection is more than this many seconds behind', integerOption(0))
+    .addHelpText('after', '\nExit code 1 when a projection is halted (its last error is newer than its last progress), or behind more than --fail-if-behind.')
+    .action(async (options: { json?: boolean; projection?: string; failIfBehind?: number }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
       const statuses = await withDatabase(
@@ -22,7 +25,19 @@ export function registerStatusCommand(program: Command, io: CliIo): void {
         { rideThrough: { io, rerun: 'work' } },
       );
       await write(io.stdout, options.json ? `${JSON.stringify(statuses, null, 2)}\n` : statuses.map(describeStatus).join(''));
+      const failures = statuses.flatMap((status) => failedChecks(status, options.failIfBehind));
+      if (failures.length > 0) throw new CliError(failures.join('; '));
     });
+}
+
+/** What makes `status` exit 1 for this projection: halted, or further behind than allowed. */
+function failedChecks(status: ProjectionStatus, failIfBehind: number | undefined): string[] {
+  const failed: string[] = [];
+  if (status.halted !== null) failed.push(`projection ${status.projection} is halted: ${status.halted.reason}`);
+  if (failIfBehind !== undefined && status.behind.seconds > failIfBehind) {
+    failed.push(`projection ${status.projection} is ${status.behind.seconds.toFixed(1)} s behind, more than --fail-if-behind ${failIfBehind}`);
+  }
+  return failed;
 }
 
 function describeStatus(status: ProjectionStatus): string {
@@ -37,6 +52,7 @@ function describeStatus(status: ProjectionStatus): string {
       : `  leader:     ${leader.owner} (epoch ${leader.epoch}, lease ${leader.live ? 'held until' : 'expired at'} ${leader.expiresAt.toISOString()})`,
   );
   lines.push(`  last error: ${lastError === null ? 'none' : `${lastError.message}${lastError.at ? ` (at ${lastError.at.toISOString()})` : ''}`}`);
+  if (status.halted !== null) lines.push('  halted:     yes: no batch has folded anything since that error; the projector retries it');
   if (status.skippedEvents > 0) lines.push(`  set aside:  ${status.skippedEvents} events in projection_errors`);
   if (status.blockedSessions > 0) {
     lines.push(`  stopped:    ${status.blockedSessions} sessions (every other session goes on; all are in the view os_blocked_sessions)`);
