@@ -1,0 +1,138 @@
+import { createServer } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryOnConnectionLoss } from '../../src/db/retry-on-connection-loss.js';
+import { describeFailure } from '../../src/cli/describe-failure.js';
+import { useTempDir } from '../support/log-files.js';
+import { migrateTo } from '../support/migrate-to.js';
+import { runCliInProcess } from '../support/run-cli-in-process.js';
+import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase();
+const tempDir = useTempDir();
+const cli = (args: string[], env: NodeJS.ProcessEnv = { DATABASE_URL: testDb.url }, stdin?: string) => runCliInProcess(args, { env, stdin });
+const oneEvent = '{"session_id":"s1","seq":0,"event":{"kind":"run_started"}}\n';
+
+/** `url` with another database name, user or port. */
+function changed(url: string, change: { database?: string; user?: string; port?: number }): string {
+  const parsed = new URL(url);
+  if (change.database !== undefined) parsed.pathname = `/${change.database}`;
+  if (change.user !== undefined) parsed.username = change.user;
+  if (change.port !== undefined) parsed.port = String(change.port);
+  return parsed.toString();
+}
+
+/** A TCP port nobody listens on (taken, then given back). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** One line on stderr, no stack trace, nothing on stdout. */
+function expectOneLine(run: { code: number; stdout: string; stderr: string }, code: number, line: RegExp): void {
+  expect(run).toMatchObject({ code, stdout: '' });
+  expect(run.stderr).toMatch(/^os-audit: [^\n]*\n$/);
+  expect(run.stderr).toMatch(line);
+}
+
+describe('ordinary mistakes: one line that says what to do', () => {
+  it('a file or directory that is missing, or of the wrong kind', async () => {
+    const dir = tempDir();
+    expectOneLine(await cli(['append', 's1', path.join(dir, 'missing.json')]), 1, /^os-audit: cannot read .*missing\.json: no such file or directory$/m);
+    expectOneLine(await cli(['append', 's1', dir]), 1, /^os-audit: .* is a directory: give a file of events, or - for standard input$/m);
+    expectOneLine(await cli(['import', path.join(dir, 'missing')]), 1, /^os-audit: cannot read .*missing: no such file or directory$/m);
+    writeFileSync(path.join(dir, 'file'), '');
+    expectOneLine(await cli(['import', path.join(dir, 'file', 'below')]), 1, /^os-audit: cannot read .*below: a part of the path is not a directory$/m);
+  });
+
+  describe('a database without the os-audit schema', () => {
+    const unmigrated = {} as { url: string; name: string; drop(): Promise<void> };
+    beforeAll(async () => Object.assign(unmigrated, await createTestDatabase({ migrate: false })));
+    afterAll(async () => unmigrated.drop());
+
+    it.each([
+      [['status']],
+      [['snapshot', 's1']],
+      [['events', 's1']],
+      [['verify', '--all']],
+      [['project', '--once']],
+      [['rebuild']],
+      [['import', '-']],
+      [['append', 's1', '-']],
+    ])('%j says to run os-audit migrate', async (args) => {
+      const run = await cli(args, { DATABASE_URL: unmigrated.url }, oneEvent);
+      expectOneLine(run, 1, new RegExp(`^os-audit: database ${unmigrated.name} has no os-audit schema, or an older one than this os-audit \\(.*\\): run \`os-audit migrate\`$`, 'm'));
+    });
+
+    it('one migrated by an older os-audit says so too, and migrate brings it up', async () => {
+      const older = await createTestDatabase({ migrate: false });
+      try {
+        await migrateTo(older.db, '0009-contiguous-session-logs');
+        const behind = /^os-audit: database \w+ has no os-audit schema, or an older one than this os-audit \(.*\): run `os-audit migrate`\n$/;
+        expectOneLine(await cli(['status'], { DATABASE_URL: older.url }), 1, behind);
+        // The daemon logs its leases before its first batch fails; the failure is the last line.
+        const project = await cli(['project', '--once', '--log-format', 'json'], { DATABASE_URL: older.url });
+        expect(project.code).toBe(1);
+        expect(project.stderr.split('\n').at(-2)).toMatch(/^os-audit: .* run `os-audit migrate`$/);
+        expect((await cli(['migrate'], { DATABASE_URL: older.url })).code).toBe(0);
+        expect((await cli(['status'], { DATABASE_URL: older.url })).code).toBe(0);
+      } finally {
+        await older.drop();
+      }
+    });
+  });
+
+  it('a database URL that is no PostgreSQL URL is a usage error naming where it came from', async () => {
+    const example = /e\.g\. postgres:\/\/USER:PASSWORD@HOST:5432\/DATABASE$/m;
+    expectOneLine(await cli(['status'], { DATABASE_URL: 'notaurl' }), 2, /^os-audit: DATABASE_URL is not a URL: expected postgres:\/\/ or postgresql:\/\//m);
+    expectOneLine(await cli(['--database-url', 'notaurl', 'status']), 2, /^os-audit: --database-url is not a URL/m);
+    expectOneLine(await cli(['status'], { DATABASE_URL: 'http://db/os_audit' }), 2, /^os-audit: DATABASE_URL is a http:\/\/ URL: expected postgres:\/\/ or postgresql:\/\//m);
+    expectOneLine(await cli(['status'], { DATABASE_URL: 'postgres://[oops/x' }), 2, example);
+    // libpq's form without a host (a Unix socket named by ?host=) is accepted.
+    const socketForm = await cli(['status'], { DATABASE_URL: 'postgres://postgres@/nowhere?host=/nonexistent-socket-dir' });
+    expect(socketForm.stderr).not.toMatch(/not a (valid )?URL/);
+  });
+
+  it('a database URL that can never work fails at once: unknown host, missing database, refused login', async () => {
+    const started = Date.now();
+    expectOneLine(await cli(['status'], { DATABASE_URL: 'postgres://postgres@no-such-host.invalid:5432/os_audit' }), 1, /^os-audit: cannot resolve host no-such-host\.invalid \(from DATABASE_URL\): fix the host in the URL$/m);
+    expectOneLine(
+      await cli(['--database-url', changed(testDb.url, { database: 'no_such_database' }), 'snapshot', 's1']),
+      1,
+      /^os-audit: database "no_such_database" does not exist \(from --database-url\): create it \(createdb no_such_database\), or fix the database name in the URL$/m,
+    );
+    const admin = new pg.Client({ connectionString: testDb.url });
+    await admin.connect();
+    const role = `os_audit_nologin_${process.pid}`;
+    try {
+      await admin.query(`CREATE ROLE ${role} NOLOGIN`);
+      expectOneLine(await cli(['status'], { DATABASE_URL: changed(testDb.url, { user: role }) }), 1, new RegExp(`^os-audit: role "${role}" is not permitted to log in \\(from DATABASE_URL\\): fix the user or password in the URL$`, 'm'));
+    } finally {
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    }
+    // None of them waited for the database to come back (commands ride through a lost connection for 60 s).
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('a refused connection names host and port and says to start the server or set DATABASE_URL', async () => {
+    const port = await closedPort();
+    // What a command throws once its retry time is over.
+    const connect = () => new pg.Client({ connectionString: changed(testDb.url, { port }) }).connect();
+    const error = await retryOnConnectionLoss(connect, { retryForMs: 200 }).catch((failure: unknown) => failure);
+    expect(describeFailure(error, { databaseUrlFrom: 'DATABASE_URL' })).toBe(
+      `cannot connect to PostgreSQL at 127.0.0.1:${port} (from DATABASE_URL): connection refused; start the server there, or set DATABASE_URL (or --database-url) to a running one`,
+    );
+  });
+
+  it('OS_AUDIT_DEBUG prints the stack trace instead of the line', async () => {
+    const run = await cli(['status'], { DATABASE_URL: changed(testDb.url, { database: 'no_such_database' }), OS_AUDIT_DEBUG: '1' });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^os-audit: error: database "no_such_database" does not exist\n {4}at /);
+  });
+});
