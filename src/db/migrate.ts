@@ -39,10 +39,10 @@ export class MigrationError extends Error {
 export async function migrateToLatest(db: Kysely<any>, projections: readonly Projection[] = builtInProjections): Promise<string[]> {
   const { error, results = [] } =
     poolOf(db) === undefined ? await migrateAndRegister(db, projections, false) : await migrateInOneTransaction(db, projections);
+  if (error instanceof MigrationError) throw error;
   if (error) {
     const failed = results.find((result) => result.status === 'Error')?.migrationName;
-    const what = failed === undefined ? 'migrating' : `migration ${failed}`;
-    throw new MigrationError(`${what} failed: ${describe(error)}`, results, { cause: error });
+    throw new MigrationError(failed === undefined ? describeSetupFailure(error) : `migration ${failed} failed: ${describe(error)}`, results, { cause: error });
   }
   return results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
@@ -85,7 +85,7 @@ async function migrateAndRegister(db: Kysely<any>, projections: readonly Project
   try {
     await registerProjections(db, projections);
   } catch (error) {
-    return { ...resultSet, error };
+    return { ...resultSet, error: new MigrationError(`registering the projections failed: ${describe(error)}`, resultSet.results ?? [], { cause: error }) };
   }
   return resultSet;
 }
@@ -101,6 +101,10 @@ async function migrateInOneTransaction(db: Kysely<any>, projections: readonly Pr
     await client.query('BEGIN');
     try {
       await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)}::bigint)`.execute(connection);
+      // kysely checks again whether its table exists after failing to create it: in this
+      // transaction that check fails too, and the reason (a privilege) would be lost.
+      const denied = await missingCreatePrivilege(connection);
+      if (denied !== undefined) return { error: new Error(denied) };
       const resultSet = await migrateAndRegister(connection, projections, true);
       await client.query(resultSet.error === undefined ? 'COMMIT' : 'ROLLBACK');
       return resultSet;
@@ -110,6 +114,26 @@ async function migrateInOneTransaction(db: Kysely<any>, projections: readonly Pr
       throw error;
     }
   });
+}
+
+/** Why the current user cannot create kysely's migration table, when it is missing and that is so. */
+async function missingCreatePrivilege(db: Kysely<any>): Promise<string | undefined> {
+  const { rows } = await sql<{ allowed: boolean; role: string; schema: string | null }>`
+    SELECT to_regclass('kysely_migration') IS NOT NULL
+           OR coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) AS allowed,
+           current_user AS role, current_schema() AS schema`.execute(db);
+  const { allowed, role, schema } = rows[0]!;
+  if (allowed) return undefined;
+  if (schema === null) return `role ${role} has no schema to create os-audit's tables in (its search_path names none that exists)`;
+  return `role ${role} may not create tables in schema ${schema}: migrate as the database's owner, or GRANT CREATE ON SCHEMA ${schema} TO ${role}`;
+}
+
+/** What failed when no migration did: kysely's own tables and checks, or registering the projections. */
+function describeSetupFailure(error: unknown): string {
+  const message = describe(error);
+  const missing = /^corrupted migrations: previously executed migration (.+) is missing$/.exec(message);
+  if (missing) return `this database was migrated by a newer os-audit (its migration ${missing[1]} is unknown to this one): upgrade os-audit`;
+  return `migrating failed before any migration ran: ${message}`;
 }
 
 function describe(error: unknown): string {

@@ -87,6 +87,32 @@ describe('ordinary mistakes: one line that says what to do', () => {
     });
   });
 
+  it('migrate says what failed when no migration did: a role without CREATE, a database migrated by a newer os-audit', async () => {
+    const fresh = await createTestDatabase({ migrate: false });
+    const admin = new pg.Client({ connectionString: testDb.url });
+    await admin.connect();
+    const role = `os_audit_weak_${process.pid}`;
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN`);
+      expectOneLine(
+        await cli(['migrate'], { DATABASE_URL: changed(fresh.url, { user: role }) }),
+        1,
+        new RegExp(`^os-audit: migrating failed before any migration ran: role ${role} may not create tables in schema public: migrate as the database's owner, or GRANT CREATE ON SCHEMA public TO ${role}$`, 'm'),
+      );
+    } finally {
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+      await fresh.drop();
+    }
+    const newer = await createTestDatabase();
+    try {
+      await newer.db.insertInto('kysely_migration' as never).values({ name: '9999-from-the-future', timestamp: new Date().toISOString() } as never).execute();
+      expectOneLine(await cli(['migrate'], { DATABASE_URL: newer.url }), 1, /^os-audit: this database was migrated by a newer os-audit \(its migration 9999-from-the-future is unknown to this one\): upgrade os-audit$/m);
+    } finally {
+      await newer.drop();
+    }
+  });
+
   it('a database URL that is no PostgreSQL URL is a usage error naming where it came from', async () => {
     const example = /e\.g\. postgres:\/\/USER:PASSWORD@HOST:5432\/DATABASE$/m;
     expectOneLine(await cli(['status'], { DATABASE_URL: 'notaurl' }), 2, /^os-audit: DATABASE_URL is not a URL: expected postgres:\/\/ or postgresql:\/\//m);
