@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Checkpoint } from '../projector/checkpoint.js';
 import type { ProjectorEvent } from '../projector/projector.js';
+import { countOf } from '../text/count-of.js';
 
 /** How often batches are summed up in one log line. */
 const BATCH_SUMMARY_MS = 5000;
@@ -38,7 +39,7 @@ export class ProjectorLog {
         return this.log.warn({ event: 'standby', reason: event.reason }, `standby: ${event.reason}`);
       case 'sessions_stopped': {
         const [first] = event.sessions;
-        const more = event.count > 1 ? ` (and ${event.count - 1} more sessions; see os-audit status)` : '';
+        const more = event.count > 1 ? ` (and ${countOf(event.count - 1, 'more session')}; see os-audit status)` : '';
         return this.log.error(
           { event: 'sessions_stopped', sessions: event.sessions, count: event.count },
           `stopped session ${JSON.stringify(first?.session_id)} at seq ${first?.seq} (${first?.reason}): ${first?.problem}${more}; every other session goes on`,
@@ -69,7 +70,7 @@ export class ProjectorLog {
         const { eventsApplied, skipped, checkpoint } = event.result;
         this.log.debug(
           { event: 'batch', events: eventsApplied, skipped, durationMs: Math.round(event.durationMs * 10) / 10, checkpoint },
-          `batch of ${eventsApplied} events in ${Math.round(event.durationMs)} ms`,
+          `batch of ${countOf(eventsApplied, 'event')} in ${Math.round(event.durationMs)} ms`,
         );
         this.pending.events += eventsApplied;
         this.pending.skipped += skipped;
@@ -90,10 +91,10 @@ export class ProjectorLog {
     const { events, skipped, batches, checkpoint } = this.pending;
     if (batches === 0 || checkpoint === undefined) return;
     this.pending = { events: 0, skipped: 0, batches: 0, checkpoint: undefined };
-    const aside = skipped > 0 ? `; ${skipped} events set aside in projection_errors` : '';
+    const aside = skipped > 0 ? `; ${countOf(skipped, 'event')} set aside in projection_errors` : '';
     this.log.info(
       { event: 'projected', events, skipped, batches, checkpoint },
-      `projected ${events} events in ${batches} batches${aside} (checkpoint: transaction ${checkpoint.transactionId}, position ${checkpoint.position})`,
+      `projected ${countOf(events, 'event')} in ${countOf(batches, 'batch', 'batches')}${aside} (checkpoint: transaction ${checkpoint.transactionId}, position ${checkpoint.position})`,
     );
   }
 }

@@ -17,7 +17,7 @@ describe('os-audit import', () => {
     writeSessionFile(dir, 'busy', [sessionLine(0, sampleEvent(0))]);
     expect(await cli(['import', dir])).toEqual({
       code: 0,
-      stdout: 'imported 1 new events; 0 were already stored (1 sessions from 2 files)\n1 empty log (no events yet): quiet\n',
+      stdout: 'imported 1 new event; 0 were already stored (1 session from 2 files)\n1 empty log (no events yet): quiet\n',
       stderr: '',
     });
     expect(await cli(['import', path.join(dir, 'quiet.jsonl')])).toEqual({
@@ -37,7 +37,7 @@ describe('os-audit import', () => {
     const dir = tempDir();
     const link = path.join(dir, 'cli-link.jsonl');
     symlinkSync(writeSessionFile(tempDir(), 'cli-target', [sessionLine(0, sampleEvent(0))]), link);
-    expect(await cli(['import', link])).toMatchObject({ code: 0, stdout: 'imported 1 new events; 0 were already stored (1 sessions from 1 file)\n' });
+    expect(await cli(['import', link])).toMatchObject({ code: 0, stdout: 'imported 1 new event; 0 were already stored (1 session from 1 file)\n' });
     expect((await cli(['events', 'cli-link'])).stdout).toBe(`${sessionLine(0, sampleEvent(0))}\n`);
   });
 

@@ -204,7 +204,7 @@ describe('least-privilege roles', () => {
     it('runs os-audit project --once, verify, rebuild and status', async () => {
       await new EventStore(writerDb).append('w-cli', events(4));
       const cli = (args: string[]) => runCliInProcess(args, { env: { DATABASE_URL: projector.urlFor(testDb.url) } });
-      expect(await cli(['project', '--once'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected 4 events in 1 batches/m) });
+      expect(await cli(['project', '--once'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected 4 events in 1 batch/m) });
       expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 7 sessions: 0 differ from their log\n') });
       expect(await cli(['rebuild'])).toMatchObject({ code: 0 });
       expect(await cli(['verify', '--all'])).toMatchObject({ code: 0, stdout: expect.stringContaining('os_snapshot: verified 7 sessions: 0 differ from their log\n') });

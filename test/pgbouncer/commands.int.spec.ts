@@ -54,7 +54,7 @@ describe.runIf(pgbouncerTestsRun)('every command through PgBouncer (transaction 
       await ok(['append', 'appended'], JSON.stringify([sampleEvent(2), sampleEvent(3)]));
       expect(await ok(['project', '--once', '--batch-size', '1'])).toMatch(/^os_snapshot: projected 2 events in 2 batches/m);
       await ok(['append', 'appended'], JSON.stringify([sampleEvent(4)]));
-      expect(await ok(['project', '--once'])).toMatch(/^os_snapshot: projected 1 events in 1 batches/m);
+      expect(await ok(['project', '--once'])).toMatch(/^os_snapshot: projected 1 event in 1 batch/m);
       expect(await ok(['status'])).toMatch(/behind: +0 events/);
       expect(await ok(['snapshot', 'appended'])).toContain('"process_by_agent"');
       expect(await ok(['verify', '--all'])).toMatch(/^os_snapshot: verified \d+ sessions: 0 differ from their log$/m);

@@ -79,7 +79,7 @@ describe("README's write your own projection", () => {
     }
     expect(outputs.get('snapshot')).toBe(section.outputs.get('snapshot'));
     expect(outputs.get('verify')).toBe('tool_gates: verified 1 session: 0 differ from their log\n');
-    expect(outputs.get('project')).toMatch(/^tool_gates: projected 3 events in 1 batches/m);
+    expect(outputs.get('project')).toMatch(/^tool_gates: projected 3 events in 1 batch/m);
     expect(outputs.get('migrate')).toContain('tool_gates/0001-tables');
 
     // The engine registered it and granted on what it declares; it stands beside the built-in ones.

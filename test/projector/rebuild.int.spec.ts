@@ -24,7 +24,7 @@ describe('rebuild', () => {
     const damaged = await runCliInProcess(['verify', 'rb-7', 'rb-8'], { env: { DATABASE_URL: testDb.url } });
     expect(damaged.code).toBe(1);
     expect(damaged.stdout).toContain('session "rb-7" differs from its log:\n  tool_gated_count: sql 99, log 10\n');
-    expect(damaged.stdout).toContain('os_snapshot: verified 2 sessions: 1 differ from their log');
+    expect(damaged.stdout).toContain('os_snapshot: verified 2 sessions: 1 differs from its log');
 
     const reader = new pg.Client({ connectionString: testDb.url });
     await reader.connect();

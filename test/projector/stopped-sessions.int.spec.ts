@@ -116,9 +116,9 @@ describe('an event the snapshot cannot read', () => {
       const env = { DATABASE_URL: url };
       const once = await runCliInProcess(['project', '--once'], { env });
       expect(once).toMatchObject({ code: 0 });
-      expect(once.stdout).toMatch(/projected 3 events in 1 batches; 1 sessions stopped \(see os-audit status\)/);
+      expect(once.stdout).toMatch(/projected 3 events in 1 batch; 1 session stopped \(see os-audit status\)/);
       const status = await runCliInProcess(['status'], { env });
-      expect(status.stdout).toMatch(/stopped: {4}1 sessions/);
+      expect(status.stdout).toMatch(/stopped: {4}1 session \(/);
       expect(status.stdout).toMatch(/"stopped" at seq 1 \(suspended\), since .*: field "turn": expected a u32/);
       expect(await runCliInProcess(['verify', '--all'], { env })).toMatchObject({ code: 0 });
       const snapshot = await runCliInProcess(['snapshot', 'stopped', '--at-seq', '2'], { env });

@@ -13,6 +13,7 @@ import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../../store/limits.
 import { resolveLimits, withLimitOptions } from '../limit-options.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { countOf } from '../../text/count-of.js';
 
 interface AppendCommandOptions extends Limits {
   expectedSeq?: number;
@@ -65,8 +66,8 @@ a line over the size limit stops the reading there.`,
       const summary =
         appended.last < appended.first
           ? 'no events in the input; nothing appended\n'
-          : `appended ${appended.last - appended.first + 1} events to ${JSON.stringify(sessionId)} ` +
-            `as seqs ${appended.first}..${appended.last}\n`;
+          : `appended ${countOf(appended.last - appended.first + 1, 'event')} to ${JSON.stringify(sessionId)} ` +
+            `as ${appended.last === appended.first ? `seq ${appended.first}` : `seqs ${appended.first}..${appended.last}`}\n`;
       await write(io.stdout, summary);
     });
 }

@@ -10,6 +10,7 @@ import { resolveLimits, withLimitOptions } from '../limit-options.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { ProgressLine } from '../progress-line.js';
+import { countOf } from '../../text/count-of.js';
 
 /** Files of a directory stored at once (and database connections to do it). */
 const IMPORT_CONCURRENCY = 4;
@@ -72,18 +73,18 @@ is a conflict. Exit code 1 when any unit was rejected.`,
       }
       for (const failure of report.failures) await write(io.stderr, `os-audit: ${failure.message}\n`);
       if (report.ignoredEntries.length > 0) {
-        await write(io.stderr, `ignored ${report.ignoredEntries.length} entries that are not *.jsonl files\n`);
+        await write(io.stderr, `ignored ${countOf(report.ignoredEntries.length, 'entry', 'entries')} that are not *.jsonl files\n`);
       }
       await write(
         io.stdout,
-        `imported ${report.newEvents} new events; ${report.existingEvents} were already stored ` +
-          `(${report.sessions} sessions from ${report.files} ${report.files === 1 ? 'file' : 'files'})\n`,
+        `imported ${countOf(report.newEvents, 'new event')}; ${report.existingEvents} ${report.existingEvents === 1 ? 'was' : 'were'} already stored ` +
+          `(${countOf(report.sessions, 'session')} from ${countOf(report.files, 'file')})\n`,
       );
       if (report.emptyLogs.length > 0) await write(io.stdout, `${describeEmptyLogs(report.emptyLogs)}\n`);
       if (report.journal !== undefined) await write(io.stdout, `${describeJournal(report.journal)}\n`);
       if (report.failures.length > 0) {
         const inputs = report.files + (report.journal?.operations ?? 0);
-        throw new CliError(`${report.failures.length} of ${inputs} inputs rejected; nothing of them was stored`);
+        throw new CliError(`${report.failures.length} of ${countOf(inputs, 'input')} rejected; nothing of them was stored`);
       }
     });
 }
@@ -92,23 +93,19 @@ is a conflict. Exit code 1 when any unit was rejected.`,
 function describeEmptyLogs(sessionIds: readonly string[]): string {
   const shown = sessionIds.slice(0, NAMES_SHOWN).join(', ');
   const more = sessionIds.length > NAMES_SHOWN ? ` and ${sessionIds.length - NAMES_SHOWN} more` : '';
-  return `${count(sessionIds.length, 'empty log')} (no events yet): ${shown}${more}`;
+  return `${countOf(sessionIds.length, 'empty log')} (no events yet): ${shown}${more}`;
 }
 
 /** `kernel journal: 2 operations; 5 new records (0 already stored), …`, the rarer counts only when there are some. */
 function describeJournal(journal: JournalCounts): string {
   const parts = [
-    `${count(journal.newRecords, 'new record')} (${journal.existingRecords} already stored)`,
-    `${count(journal.newCheckpoints, 'new checkpoint')} (${journal.existingCheckpoints} already stored)`,
+    `${countOf(journal.newRecords, 'new record')} (${journal.existingRecords} already stored)`,
+    `${countOf(journal.newCheckpoints, 'new checkpoint')} (${journal.existingCheckpoints} already stored)`,
   ];
-  if (journal.newAcknowledgements > 0) parts.push(count(journal.newAcknowledgements, 'new acknowledgement'));
-  if (journal.newAnchors > 0) parts.push(count(journal.newAnchors, 'new pruned anchor'));
-  if (journal.newOutboundEnvelopes > 0) parts.push(count(journal.newOutboundEnvelopes, 'new outbound envelope'));
-  return `kernel journal: ${count(journal.operations, 'operation')}; ${parts.join(', ')}`;
-}
-
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+  if (journal.newAcknowledgements > 0) parts.push(countOf(journal.newAcknowledgements, 'new acknowledgement'));
+  if (journal.newAnchors > 0) parts.push(countOf(journal.newAnchors, 'new pruned anchor'));
+  if (journal.newOutboundEnvelopes > 0) parts.push(countOf(journal.newOutboundEnvelopes, 'new outbound envelope'));
+  return `kernel journal: ${countOf(journal.operations, 'operation')}; ${parts.join(', ')}`;
 }
 
 /** Names listed in a summary line; a folder of thousands of empty logs must not flood the terminal. */
@@ -116,7 +113,7 @@ const NAMES_SHOWN = 10;
 
 /** A bar over files for a directory, over bytes for a file; counts alone for standard input. */
 function showProgress(progress: ProgressLine, p: ImportProgress, bytesTotal: number | undefined): void {
-  const events = `${p.newEvents + p.existingEvents} events (${p.newEvents} new)`;
+  const events = `${countOf(p.newEvents + p.existingEvents, 'event')} (${p.newEvents} new)`;
   const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
   if (p.filesTotal > 1) progress.update(p.filesDone, p.filesTotal, `${p.filesDone}/${p.filesTotal} files, ${events}, ${mib(p.bytesRead)} MiB`);
   else if (bytesTotal !== undefined) progress.update(p.bytesRead, bytesTotal, `${mib(p.bytesRead)}/${mib(bytesTotal)} MiB, ${events}`);

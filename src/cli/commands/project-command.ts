@@ -10,6 +10,7 @@ import { DEFAULT_BATCH_SIZE, defaultOwner, Projector } from '../../projector/pro
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
+import { countOf } from '../../text/count-of.js';
 
 /** The default port of `/metrics`, `/healthz` and `/readyz` (the OpenTelemetry Prometheus exporter's). */
 export const DEFAULT_METRICS_PORT = 9464;
@@ -220,9 +221,9 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
       const reports = await Promise.all(runs.map(({ projector }) => projector.catchUp(signal)));
       for (const [i, report] of reports.entries()) {
         const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
-        const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
-        const stopped = report.stopped > 0 ? `; ${report.stopped} sessions stopped (see os-audit status)` : '';
-        await write(io.stdout, `${runs[i]!.projection.name}: projected ${report.eventsApplied} events in ${report.batches} batches${skipped}${stopped}${at}\n`);
+        const skipped = report.skipped > 0 ? `; ${countOf(report.skipped, 'event')} set aside in projection_errors` : '';
+        const stopped = report.stopped > 0 ? `; ${countOf(report.stopped, 'session')} stopped (see os-audit status)` : '';
+        await write(io.stdout, `${runs[i]!.projection.name}: projected ${countOf(report.eventsApplied, 'event')} in ${countOf(report.batches, 'batch', 'batches')}${skipped}${stopped}${at}\n`);
       }
       return;
     }

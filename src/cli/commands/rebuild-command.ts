@@ -7,6 +7,7 @@ import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-cont
 import { integerOption } from '../parse-integer-option.js';
 import { ProgressLine } from '../progress-line.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
+import { countOf } from '../../text/count-of.js';
 
 export function registerRebuildCommand(program: Command, io: CliIo): void {
   program
@@ -33,9 +34,9 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
         } finally {
           progress.done();
         }
-        const skipped = report.skipped > 0 ? `; ${report.skipped} events set aside in projection_errors` : '';
-        const stopped = report.stopped > 0 ? `; ${report.stopped} sessions stopped (see os-audit status)` : '';
-        await write(io.stdout, `rebuilt ${projection.name} (version ${projection.version}) from ${report.eventsApplied} events${skipped}${stopped}\n`);
+        const skipped = report.skipped > 0 ? `; ${countOf(report.skipped, 'event')} set aside in projection_errors` : '';
+        const stopped = report.stopped > 0 ? `; ${countOf(report.stopped, 'session')} stopped (see os-audit status)` : '';
+        await write(io.stdout, `rebuilt ${projection.name} (version ${projection.version}) from ${countOf(report.eventsApplied, 'event')}${skipped}${stopped}\n`);
       }
     });
 }

@@ -3,6 +3,7 @@ import { type ProjectionStatus, readProjectionStatus } from '../../projector/pro
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
+import { countOf } from '../../text/count-of.js';
 
 export function registerStatusCommand(program: Command, io: CliIo): void {
   program
@@ -44,8 +45,8 @@ function describeStatus(status: ProjectionStatus): string {
   const lines = [`projection ${status.projection} (version ${status.version})`];
   const { checkpoint, behind, leader, lastError, horizonHeldBy } = status;
   const where = status.distributed ? "each session's seq in the projection's heads (Citus)" : `transaction ${checkpoint.transactionId}, position ${checkpoint.position}`;
-  lines.push(`  checkpoint: ${where} (updated ${checkpoint.updatedAt.toISOString()}; ${checkpoint.eventsApplied} events folded)`);
-  lines.push(`  behind:     ${behind.events} events, ${behind.seconds.toFixed(1)} s`);
+  lines.push(`  checkpoint: ${where} (updated ${checkpoint.updatedAt.toISOString()}; ${countOf(checkpoint.eventsApplied, 'event')} folded)`);
+  lines.push(`  behind:     ${countOf(behind.events, 'event')}, ${behind.seconds.toFixed(1)} s`);
   lines.push(
     leader === null
       ? '  leader:     none'
@@ -53,9 +54,9 @@ function describeStatus(status: ProjectionStatus): string {
   );
   lines.push(`  last error: ${lastError === null ? 'none' : `${lastError.message}${lastError.at ? ` (at ${lastError.at.toISOString()})` : ''}`}`);
   if (status.halted !== null) lines.push('  halted:     yes: no batch has folded anything since that error; the projector retries it');
-  if (status.skippedEvents > 0) lines.push(`  set aside:  ${status.skippedEvents} events in projection_errors`);
+  if (status.skippedEvents > 0) lines.push(`  set aside:  ${countOf(status.skippedEvents, 'event')} in projection_errors`);
   if (status.blockedSessions > 0) {
-    lines.push(`  stopped:    ${status.blockedSessions} sessions (every other session goes on; all are in the view os_blocked_sessions)`);
+    lines.push(`  stopped:    ${countOf(status.blockedSessions, 'session')} (every other session goes on; all are in the view os_blocked_sessions)`);
     for (const b of status.blocked) {
       lines.push(`              ${JSON.stringify(b.sessionId)} at seq ${b.seq}${b.kind === null ? '' : ` (${b.kind})`}, since ${b.since.toISOString()}: ${b.problem}`);
     }

@@ -5,6 +5,7 @@ import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '.
 import { integerOption } from '../parse-integer-option.js';
 import { ProgressLine } from '../progress-line.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
+import { countOf } from '../../text/count-of.js';
 
 export function registerVerifyCommand(program: Command, io: CliIo): void {
   program
@@ -45,13 +46,9 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
           for (const difference of mismatch.differences) await write(io.stdout, `  ${difference}\n`);
         }
         const pending = report.pending.length > 0 ? `, ${report.pending.length} not projected yet` : '';
-        await write(io.stdout, `${projection.name}: verified ${sessionsText(report.checked)}: ${report.mismatches.length} differ from their log${pending}\n`);
+        await write(io.stdout, `${projection.name}: verified ${countOf(report.checked, 'session')}: ${report.mismatches.length} ${report.mismatches.length === 1 ? 'differs from its' : 'differ from their'} log${pending}\n`);
         differing += report.mismatches.length;
       }
       if (differing > 0) throw new CliError(differing === 1 ? '1 snapshot differs from its log' : `${differing} snapshots differ from their log`);
     });
-}
-
-function sessionsText(count: number): string {
-  return count === 1 ? '1 session' : `${count} sessions`;
 }
