@@ -90,7 +90,7 @@ describe('os-audit CLI', () => {
     const events = readFileSync(path.join(fixtures, 'events_spawn_lifecycle.json'), 'utf8');
     expect((await cli(['append', 'spawn-lifecycle'], events)).code).toBe(0);
     expect((await cli(['snapshot', 'spawn-lifecycle'])).stderr).toMatch(/no os_snapshot snapshot of session "spawn-lifecycle".*not projected yet/);
-    expect((await cli(['project', '--once'])).stdout).toMatch(/^os_snapshot: projected 5 events in 1 batch /m);
+    expect((await cli(['project', '--once'])).stdout).toMatch(/^os_snapshot: projected \d+ events in \d+ batch(es)? /m);
 
     const expected = readFileSync(path.join(fixtures, 'os_snapshot_spawn_lifecycle.json'), 'utf8');
     expect(await cli(['snapshot', 'spawn-lifecycle'])).toMatchObject({ code: 0, stdout: `${expected.trimEnd()}\n` });
