@@ -141,15 +141,8 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
   const command = program
     .command('project')
     .description("run the projector daemon: fold new events into every projection's tables as they are appended")
-    .option('--once', 'catch up with every event committed before the start, then exit')
-    .option('--projection <name>', 'only this projection (default: all)');
-  for (const definition of Object.values(SETTINGS) as Setting<unknown>[]) {
-    const shown = definition.shownDefault ?? String(definition.defaultValue);
-    command.addOption(new Option(definition.flags, `${definition.description} (env ${definition.env}; default ${shown})`).argParser(definition.parse));
-  }
-  command
-    .option('--skip-invalid', 'set events a projection cannot read aside in projection_errors instead of stopping their session (and take up again sessions stopped at one)')
-    .option('--owner <name>', "this projector's name in the lease (default host:pid:random)")
+    .option('--once', 'catch up with every event committed before the start, then exit');
+  withProjectOptions(command)
     .addHelpText(
       'after',
       '\nEach projection has its own checkpoint and lease: one slow or stopped projection holds no other back.\n' +
@@ -161,37 +154,79 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const settings = resolveProjectSettings(flags, io.env);
       const projections = chooseProjections(await commandProjections(command, io), flags.projection);
-      const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: io.stderr });
-      const stop = new AbortController();
-      const onSignal = (signal: NodeJS.Signals) => {
-        log.info({ event: 'signal', signal }, `${signal}: finishing the batch in flight, then releasing the lease`);
-        stop.abort();
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
-        // A connection per projection's batches, one for the leases and status reads, one for the metrics' reads.
-        const connections = projections.length + (settings.metricsPort === 'off' ? 1 : 2);
-        await withDatabase(url, (db) => project(db, { url, projections, flags, settings, log, io, signal: stop.signal }), { connections });
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      await runProjectDaemon({ url, projections, flags, settings, io });
     });
 }
 
-interface ProjectRun {
+/**
+ * Adds the daemon's flags to `command`: `--projection`, each setting (with its variable and
+ * default in `--help`), `--skip-invalid` and `--owner`. `project` and `up` share them.
+ *
+ * @example
+ * ```ts
+ * withProjectOptions(program.command('up')).action(async (flags: ProjectFlags) => resolveProjectSettings(flags, process.env));
+ * ```
+ */
+export function withProjectOptions(command: Command): Command {
+  command.option('--projection <name>', 'only this projection (default: all)');
+  for (const definition of Object.values(SETTINGS) as Setting<unknown>[]) {
+    const shown = definition.shownDefault ?? String(definition.defaultValue);
+    command.addOption(new Option(definition.flags, `${definition.description} (env ${definition.env}; default ${shown})`).argParser(definition.parse));
+  }
+  return command
+    .option('--skip-invalid', 'set events a projection cannot read aside in projection_errors instead of stopping their session (and take up again sessions stopped at one)')
+    .option('--owner <name>', "this projector's name in the lease (default host:pid:random)");
+}
+
+/** What the daemon runs with: the database, its projections, its flags and settings. */
+export interface ProjectDaemonOptions {
   url: string;
   projections: readonly Projection[];
   flags: ProjectFlags;
   settings: ProjectSettings;
-  log: Logger;
   io: CliIo;
+  /**
+   * Told once the daemon is about to fold, its metrics server listening (its URL, e.g.
+   * `http://127.0.0.1:9464`; undefined with `--metrics-port off`); not with `--once`.
+   */
+  onStarted?: (metricsUrl: string | undefined) => Promise<void>;
+}
+
+/**
+ * Runs the projector daemon (or, with `flags.once`, catches up and prints the summary) until
+ * SIGINT or SIGTERM.
+ *
+ * @example
+ * ```ts
+ * await runProjectDaemon({ url, projections, flags, settings: resolveProjectSettings(flags, io.env), io, onStarted: async (metricsUrl) => console.log(`up: ${metricsUrl}`) });
+ * ```
+ */
+export async function runProjectDaemon({ url, projections, flags, settings, io, onStarted }: ProjectDaemonOptions): Promise<void> {
+  const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: io.stderr });
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    log.info({ event: 'signal', signal }, `${signal}: finishing the batch in flight, then releasing the lease`);
+    stop.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    // A connection per projection's batches, one for the leases and status reads, one for the metrics' reads.
+    const connections = projections.length + (settings.metricsPort === 'off' ? 1 : 2);
+    await withDatabase(url, (db) => project(db, { url, projections, flags, settings, log, io, signal: stop.signal, onStarted }), { connections });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+interface ProjectRun extends ProjectDaemonOptions {
+  log: Logger;
   signal: AbortSignal;
 }
 
 /** Runs the daemon (or `--once`): a projector per projection, with its logs and, unless off, the metrics and health server. */
-async function project(db: Kysely<DB>, { url, projections, flags, settings, log, io, signal }: ProjectRun): Promise<void> {
+async function project(db: Kysely<DB>, { url, projections, flags, settings, log, io, signal, onStarted }: ProjectRun): Promise<void> {
   let monitor: ProjectorMonitor | undefined;
   const owner = flags.owner ?? defaultOwner();
   const ownerLog = log.child({ owner });
@@ -227,6 +262,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
       }
       return;
     }
+    await onStarted?.(monitor?.url);
     const { batchSize, pollInterval: pollIntervalMs, leaseTtl: leaseTtlMs } = settings;
     const names = projections.map((projection) => projection.name);
     ownerLog.info(
@@ -272,7 +308,8 @@ async function serveMonitor(
     if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES' && code !== 'ENOTFOUND') throw error;
     throw new CliError(
       `cannot serve metrics on ${host}:${port}: ${(error as Error).message} ` +
-        '(choose another --metrics-port or --metrics-host; --metrics-port 0 takes any free port, off serves none)',
+        `(set --metrics-port or ${SETTINGS.metricsPort.env} to another port, 0 for any free one, off for none; ` +
+        `or --metrics-host or ${SETTINGS.metricsHost.env} to another address)`,
     );
   }
 }
