@@ -11,6 +11,7 @@ import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '.
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
+import { CatchUpProgress } from '../catch-up-progress.js';
 
 /** The default port of `/metrics`, `/healthz` and `/readyz` (the OpenTelemetry Prometheus exporter's). */
 export const DEFAULT_METRICS_PORT = 9464;
@@ -230,6 +231,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
   let monitor: ProjectorMonitor | undefined;
   const owner = flags.owner ?? defaultOwner();
   const ownerLog = log.child({ owner });
+  let progress: CatchUpProgress | undefined;
   const runs = projections.map((projection) => {
     const projectionLog = new ProjectorLog(ownerLog.child({ projection: projection.name }), { summarizeBatches: !flags.once });
     const projector = new Projector(db, projection, {
@@ -241,6 +243,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
       listenUrl: flags.once ? undefined : (settings.directUrl ?? url),
       onEvent: (event) => {
         projectionLog.record(event);
+        if (event.type === 'batch') progress?.record(event.result.windowCount);
         monitor?.record(projection.name, event);
       },
     });
@@ -253,7 +256,8 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
     }
     if (flags.once) {
       // Side by side: a projection far behind holds no other back.
-      const reports = await Promise.all(runs.map(({ projector }) => projector.catchUp(signal)));
+      progress = await CatchUpProgress.start(db, io.stderr, ownerLog, projections.map((projection) => projection.name));
+      const reports = await Promise.all(runs.map(({ projector }) => projector.catchUp(signal))).finally(() => progress?.done());
       for (const [i, report] of reports.entries()) {
         const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
         const skipped = report.skipped > 0 ? `; ${countOf(report.skipped, 'event')} set aside in projection_errors` : '';

@@ -1,0 +1,78 @@
+import { PassThrough, Readable } from 'node:stream';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { CatchUpProgress } from '../../src/cli/catch-up-progress.js';
+import { runCli } from '../../src/cli/run-cli.js';
+import { EventStore } from '../../src/store/event-store.js';
+import { sampleEvent } from '../support/log-files.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+const testDb = useTestDatabase({ perTest: true });
+
+/** A stream that records what is written to it, a terminal of 120 columns when `tty`. */
+function fakeStream(tty: boolean) {
+  const stream = Object.assign(new PassThrough(), tty ? { isTTY: true, columns: 120 } : {});
+  let written = '';
+  stream.on('data', (chunk: Buffer) => (written += chunk.toString()));
+  return { stream, written: () => written };
+}
+
+/** What the terminal shows: the text without its control sequences. */
+const visibleText = (text: string) => text.replace(/\x1b\[[0-9;?]*[a-zA-Z]|\x1b[78]/g, '');
+
+/** A backlog of 4 sessions of 3 events: 12 events behind for each projection. */
+async function appendBacklog(): Promise<void> {
+  const store = new EventStore(testDb.db);
+  for (const session of ['p1', 'p2', 'p3', 'p4']) await store.append(session, [sampleEvent(0), sampleEvent(1), sampleEvent(2)]);
+}
+
+async function projectOnce(stderr: PassThrough) {
+  const stdout = fakeStream(false);
+  const code = await runCli(['project', '--once', '--projection', 'os_snapshot', '--batch-size', '3', '--log-level', 'warn'], {
+    stdin: Readable.from(['']),
+    stdout: stdout.stream,
+    stderr,
+    env: { DATABASE_URL: testDb.url },
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  return { code, stdout: stdout.written() };
+}
+
+describe('project --once progress', () => {
+  it('draws a live line on a terminal: events folded of those behind, and the rate', async () => {
+    await appendBacklog();
+    const stderr = fakeStream(true);
+    const run = await projectOnce(stderr.stream);
+    expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected 12 events in \d+ batches/) });
+    const text = visibleText(stderr.written());
+    // The bar starts at the first batch, and its last state is drawn before it is cleared.
+    expect(text).toMatch(/projecting [█░]{30} 25% \| 3\/12 events folded, \d+ events\/s \| ETA/);
+    expect(text).toMatch(/projecting █{30} 100% \| 12\/12 events folded, \d+ events\/s \| ETA/);
+    expect(stderr.written()).toMatch(/\x1b\[2K$/);
+  });
+
+  it('draws nothing when stderr is not a terminal', async () => {
+    await appendBacklog();
+    const stderr = fakeStream(false);
+    expect(await projectOnce(stderr.stream)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected 12 events/) });
+    expect(stderr.written()).toBe('');
+  });
+
+  it('logs a progress line every interval when stderr is not a terminal', async () => {
+    const logged = fakeStream(false);
+    const progress = await CatchUpProgress.start(testDb.db, logged.stream, pino(logged.stream), ['os_snapshot'], 40);
+    try {
+      progress.record(500);
+      await new Promise((resolve) => setTimeout(resolve, 130));
+    } finally {
+      progress.done();
+    }
+    const lines = logged.written().trimEnd().split('\n').map((line) => JSON.parse(line) as { event: string; eventsFolded: number; msg: string });
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(lines[0]).toMatchObject({ event: 'progress', eventsFolded: 500, msg: expect.stringMatching(/^catching up: 500 events folded, \d+ events\/s$/) });
+    const count = lines.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Done: no more lines.
+    expect(logged.written().trimEnd().split('\n')).toHaveLength(count);
+  });
+});
