@@ -1,4 +1,4 @@
-import { PassThrough, Readable } from 'node:stream';
+import { type PassThrough, Readable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { CatchUpProgress } from '../../src/cli/catch-up-progress.js';
@@ -6,19 +6,9 @@ import { runCli } from '../../src/cli/run-cli.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { fakeStream, visibleText } from '../support/fake-terminal.js';
 
 const testDb = useTestDatabase({ perTest: true });
-
-/** A stream that records what is written to it, a terminal of 120 columns when `tty`. */
-function fakeStream(tty: boolean) {
-  const stream = Object.assign(new PassThrough(), tty ? { isTTY: true, columns: 120 } : {});
-  let written = '';
-  stream.on('data', (chunk: Buffer) => (written += chunk.toString()));
-  return { stream, written: () => written };
-}
-
-/** What the terminal shows: the text without its control sequences. */
-const visibleText = (text: string) => text.replace(/\x1b\[[0-9;?]*[a-zA-Z]|\x1b[78]/g, '');
 
 /** A backlog of 4 sessions of 3 events: 12 events behind for each projection. */
 async function appendBacklog(): Promise<void> {
@@ -41,7 +31,7 @@ async function projectOnce(stderr: PassThrough) {
 describe('project --once progress', () => {
   it('draws a live line on a terminal: events folded of those behind, and the rate', async () => {
     await appendBacklog();
-    const stderr = fakeStream(true);
+    const stderr = fakeStream(true, 120);
     const run = await projectOnce(stderr.stream);
     expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/^os_snapshot: projected 12 events in \d+ batches/) });
     const text = visibleText(stderr.written());

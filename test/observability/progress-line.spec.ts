@@ -1,17 +1,6 @@
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ProgressLine } from '../../src/cli/progress-line.js';
-
-/** A stream that records what is written to it, a terminal of 100 columns when `tty`. */
-function fakeStream(tty: boolean) {
-  const stream = Object.assign(new PassThrough(), tty ? { isTTY: true, columns: 100 } : {});
-  let written = '';
-  stream.on('data', (chunk: Buffer) => (written += chunk.toString()));
-  return { stream, written: () => written };
-}
-
-/** What the terminal shows: the text without its control sequences. */
-const visibleText = (text: string) => text.replace(/\x1b\[[0-9;?]*[a-zA-Z]|\x1b[78]/g, '');
+import { fakeStream, visibleText } from '../support/fake-terminal.js';
 
 describe('ProgressLine', () => {
   it('writes nothing when the stream is not a terminal', async () => {
