@@ -40,9 +40,17 @@ const FILE_ERRORS: Record<string, string> = {
   ENOENT: 'no such file or directory',
   ENOTDIR: 'a part of the path is not a directory',
   EISDIR: 'it is a directory',
+  EEXIST: 'a file of that name is in the way',
   EACCES: 'permission denied',
   EPERM: 'permission denied',
 };
+
+/** What a command was doing with a path, by the system call that failed. */
+function pathVerb(syscall: string | undefined): string {
+  if (syscall === 'mkdir') return 'create directory';
+  if (syscall === 'open' || syscall === 'read' || syscall === 'stat' || syscall === 'lstat' || syscall === 'scandir' || syscall === 'opendir' || syscall === 'realpath') return 'read';
+  return 'use';
+}
 
 /**
  * One line for an ordinary mistake (a wrong path, a database URL that cannot work, a database
@@ -57,8 +65,8 @@ const FILE_ERRORS: Record<string, string> = {
 export function describeFailure(error: unknown, context: FailureContext): string | undefined {
   const from = context.databaseUrlFrom === undefined ? '' : ` (from ${context.databaseUrlFrom})`;
   for (const cause of causes(error)) {
-    const { code, path, hostname, address, port, message } = cause as NodeJS.ErrnoException & { hostname?: string; address?: string; port?: number; message: string };
-    if (typeof path === 'string' && code !== undefined && code in FILE_ERRORS) return `cannot read ${path}: ${FILE_ERRORS[code]}`;
+    const { code, path, syscall, hostname, address, port, message } = cause as NodeJS.ErrnoException & { hostname?: string; address?: string; port?: number; message: string };
+    if (typeof path === 'string' && code !== undefined && code in FILE_ERRORS) return `cannot ${pathVerb(syscall)} ${path}: ${FILE_ERRORS[code]}`;
     switch (code) {
       case 'ENOTFOUND':
         return `cannot resolve host ${hostname ?? '?'}${from}: fix the host in the URL`;

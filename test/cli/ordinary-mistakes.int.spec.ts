@@ -48,6 +48,8 @@ describe('ordinary mistakes: one line that says what to do', () => {
     expectOneLine(await cli(['import', path.join(dir, 'missing')]), 1, /^os-audit: cannot read .*missing: no such file or directory$/m);
     writeFileSync(path.join(dir, 'file'), '');
     expectOneLine(await cli(['import', path.join(dir, 'file', 'below')]), 1, /^os-audit: cannot read .*below: a part of the path is not a directory$/m);
+    // Without a database URL, the embedded server's folder.
+    expectOneLine(await cli(['--data-dir', path.join(dir, 'file'), 'status'], {}), 1, /^os-audit: cannot create directory .*file: a file of that name is in the way$/m);
   });
 
   describe('a database without the os-audit schema', () => {
