@@ -209,7 +209,7 @@ describe('os-audit project --metrics-port', () => {
     const port = new URL(await a.metricsUrl()).port;
     const clash = startDaemon(testDb.url, { owner: 'port-b', args: ['--metrics-port', port] });
     expect(await clash.exited).toEqual({ code: 1, signal: null });
-    expect(clash.stderr()).toMatch(new RegExp(`os-audit: cannot serve metrics on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.*--metrics-port 0`));
+    expect(clash.stderr()).toMatch(new RegExp(`os-audit: cannot serve metrics on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.*--metrics-port or OS_AUDIT_METRICS_PORT to another port, 0 for any free one`));
 
     const quiet = startDaemon(testDb.url, { owner: 'port-c', args: ['--metrics-port', 'off'] });
     expect(await quiet.waitForLog('started')).toMatchObject({ metricsUrl: null });
