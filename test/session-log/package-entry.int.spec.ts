@@ -65,6 +65,7 @@ const expectedExports = [
   'osSnapshotProjection',
   'parseJson',
   'parseOsSnapshot',
+  'projectionHalt',
   'readEvent',
   'readProjectionStatus',
   'readSqlOsSnapshot',
