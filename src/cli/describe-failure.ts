@@ -80,7 +80,7 @@ export function describeFailure(error: unknown, context: FailureContext): string
       case '42P01': // undefined_table
       case '42703': // undefined_column
       case '42883': // undefined_function
-        return `database ${databaseName(context.databaseUrl) ?? ''} has no os-audit schema, or an older one than this os-audit (${message}): run \`os-audit migrate\``;
+        return `${quotedDatabase(context.databaseUrl)} has no os-audit schema, or an older one than this os-audit (${message}): run \`os-audit migrate\``;
     }
   }
   return undefined;
@@ -93,6 +93,11 @@ function* causes(error: unknown): Generator<object> {
     seen.add(at);
     yield at;
   }
+}
+
+function quotedDatabase(url: string | undefined): string {
+  const name = databaseName(url);
+  return name === undefined ? 'the database' : `database ${name}`;
 }
 
 function databaseName(url: string | undefined): string | undefined {
