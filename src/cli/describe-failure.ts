@@ -80,7 +80,7 @@ export function describeFailure(error: unknown, context: FailureContext): string
       case '42P01': // undefined_table
       case '42703': // undefined_column
       case '42883': // undefined_function
-        return `${quotedDatabase(context.databaseUrl)} has no os-audit schema, or an older one than this os-audit (${message}): run \`os-audit migrate\``;
+        return `${databaseLabel(context.databaseUrl)} has no os-audit schema, or an older one than this os-audit (${message}): run \`os-audit migrate\``;
     }
   }
   return undefined;
@@ -95,7 +95,7 @@ function* causes(error: unknown): Generator<object> {
   }
 }
 
-function quotedDatabase(url: string | undefined): string {
+function databaseLabel(url: string | undefined): string {
   const name = databaseName(url);
   return name === undefined ? 'the database' : `database ${name}`;
 }
