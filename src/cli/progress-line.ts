@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import type { Options, Params, SingleBar } from 'cli-progress';
 
 const require = createRequire(import.meta.url);
@@ -70,4 +70,25 @@ export class ProgressLine {
     if (this.started) this.bar.stop();
     this.started = false;
   }
+}
+
+/**
+ * `stream` for log lines written while a {@link ProgressLine} may be drawn on it: on a terminal
+ * each write first erases the bar's line, so that a log line does not run on after the bar,
+ * which draws itself again below at its next update. Not a terminal: `stream` itself.
+ *
+ * @example
+ * ```ts
+ * const log = createLogger({ level: 'info', stream: aboveProgress(io.stderr) });
+ * ```
+ */
+export function aboveProgress(stream: Writable & { isTTY?: boolean }): Writable & { isTTY?: boolean } {
+  if (stream.isTTY !== true) return stream;
+  const lines = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      stream.write('\r\x1b[2K');
+      stream.write(chunk, done);
+    },
+  });
+  return Object.assign(lines, { isTTY: true });
 }

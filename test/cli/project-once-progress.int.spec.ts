@@ -16,9 +16,9 @@ async function appendBacklog(): Promise<void> {
   for (const session of ['p1', 'p2', 'p3', 'p4']) await store.append(session, [sampleEvent(0), sampleEvent(1), sampleEvent(2)]);
 }
 
-async function projectOnce(stderr: PassThrough) {
+async function projectOnce(stderr: PassThrough, projection = 'os_snapshot') {
   const stdout = fakeStream(false);
-  const code = await runCli(['project', '--once', '--projection', 'os_snapshot', '--batch-size', '3', '--log-level', 'warn'], {
+  const code = await runCli(['project', '--once', '--projection', projection, '--batch-size', '3', '--log-level', 'warn'], {
     stdin: Readable.from(['']),
     stdout: stdout.stream,
     stderr,
@@ -39,6 +39,15 @@ describe('project --once progress', () => {
     expect(text).toMatch(/projecting [█░]{30} 25% \| 3\/12 events folded, \d+ events\/s \| ETA/);
     expect(text).toMatch(/projecting █{30} 100% \| 12\/12 events folded, \d+ events\/s \| ETA/);
     expect(stderr.written()).toMatch(/\x1b\[2K$/);
+  });
+
+  it('erases the bar before a log line, so that the line stands alone', async () => {
+    await appendBacklog();
+    // v0.2.60 needs a budget_exceeded's operation_id: the session stops, with an error in the log.
+    await new EventStore(testDb.db).append('p-stop', [{ kind: 'budget_exceeded', turn: 1, budget: 'cost' }]);
+    const stderr = fakeStream(true, 120);
+    expect(await projectOnce(stderr.stream, 'os_snapshot_v0_2_60')).toMatchObject({ code: 0, stdout: expect.stringMatching(/1 session stopped/) });
+    expect(stderr.written()).toMatch(/projecting [^\n]*\r\x1b\[2K[^\n]*stopped session "p-stop"/);
   });
 
   it('draws nothing when stderr is not a terminal', async () => {

@@ -12,6 +12,7 @@ import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
 import { CatchUpProgress } from '../catch-up-progress.js';
+import { aboveProgress } from '../progress-line.js';
 
 /** The default port of `/metrics`, `/healthz` and `/readyz` (the OpenTelemetry Prometheus exporter's). */
 export const DEFAULT_METRICS_PORT = 9464;
@@ -203,7 +204,8 @@ export interface ProjectDaemonOptions {
  * ```
  */
 export async function runProjectDaemon({ url, projections, flags, settings, io, onStarted }: ProjectDaemonOptions): Promise<void> {
-  const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: io.stderr });
+  // --once may draw its progress on stderr.
+  const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: flags.once ? aboveProgress(io.stderr) : io.stderr });
   const stop = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     log.info({ event: 'signal', signal }, `${signal}: finishing the batch in flight, then releasing the lease`);
