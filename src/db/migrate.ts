@@ -101,12 +101,15 @@ async function migrateInOneTransaction(db: Kysely<any>, projections: readonly Pr
     await client.query('BEGIN');
     try {
       await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)}::bigint)`.execute(connection);
-      // kysely checks again whether its table exists after failing to create it: in this
-      // transaction that check fails too, and the reason (a privilege) would be lost.
-      const denied = await missingCreatePrivilege(connection);
-      if (denied !== undefined) return { error: new Error(denied) };
       const resultSet = await migrateAndRegister(connection, projections, true);
       await client.query(resultSet.error === undefined ? 'COMMIT' : 'ROLLBACK');
+      if (resultSet.error !== undefined && !(resultSet.error instanceof MigrationError) && !resultSet.results?.some((result) => result.status === 'Error')) {
+        // kysely looks again whether its table exists after failing to create it: in our
+        // transaction that look fails too, and hides the reason (a privilege). Asked only now,
+        // so that a migration that works costs no query more.
+        const denied = await missingCreatePrivilege(connection);
+        if (denied !== undefined) return { ...resultSet, error: new Error(denied) };
+      }
       return resultSet;
     } catch (error) {
       // A connection that failed is closed, not given back with the transaction open.
