@@ -1,0 +1,123 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { json, type RouteRequest, type RouteResponse, type Routes } from '../observability/observability-server.js';
+import type { Projection } from '../projector/projection.js';
+import { loadConsoleAssets } from './console-assets.js';
+import { type ConsoleAccess, readConsoleAccess } from './console-access.js';
+import { type Html, html } from './html.js';
+import { renderLayout, type PageFrame } from './pages/layout.js';
+import { renderProjections } from './pages/projections-page.js';
+import { renderSession } from './pages/session-page.js';
+import { renderSessions } from './pages/sessions-page.js';
+import { readLiveFigures } from './live-figures-query.js';
+import { readConsoleProjections } from './projections-query.js';
+import { decodeSessionCursor } from './session-cursor.js';
+import { readConsoleSession } from './session-query.js';
+import { listSessions, SESSION_FILTERS, type SessionFilter, type SessionListQuery } from './sessions-query.js';
+
+/** Sessions per page of the list. */
+export const SESSIONS_PAGE_SIZE = 50;
+
+export interface ConsoleRoutesOptions {
+  db: Kysely<DB>;
+  /** The projections of this database; the session page shows the first one's snapshot (os_snapshot by default), as `os-audit snapshot` does. */
+  projections: readonly Projection[];
+}
+
+/** The console pages' headers: nothing from elsewhere, no inline script. */
+const PAGE_HEADERS = { 'Content-Security-Policy': "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'", 'X-Content-Type-Options': 'nosniff' };
+
+/** A request the user can fix: answered 400 (or 404) with one line saying what is wrong. */
+class BadRequest extends Error {
+  constructor(
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The web console's routes, to serve next to `/metrics` (see `startObservabilityServer`): the
+ * pages `/` (projections), `/sessions`, `/sessions/<id>`, their JSON under `/api/`, the live
+ * figures `/api/live` and `/assets/`. Read-only; every page works for `os_audit_reader` too
+ * (without event bodies, and saying so).
+ *
+ * @example
+ * ```ts
+ * const server = await startObservabilityServer('127.0.0.1', 9464, createConsoleRoutes({ db, projections: builtInProjections }));
+ * ```
+ */
+export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): Routes {
+  const projection = projections[0];
+  if (projection === undefined) throw new Error('the console needs at least one projection');
+  const assets = loadConsoleAssets();
+  const page = (frame: (access: ConsoleAccess) => Promise<{ frame: PageFrame; body: Html }>) => async (): Promise<RouteResponse> => {
+    const access = await readConsoleAccess(db);
+    const notice = access.eventBodies ? undefined : 'This database role may not read event bodies: events are shown without their JSON, and there is no snapshot at an earlier seq.';
+    try {
+      const shown = await frame(access);
+      return htmlResponse(200, renderLayout({ ...shown.frame, notice }, shown.body));
+    } catch (error) {
+      if (!(error instanceof BadRequest)) throw error;
+      return htmlResponse(error.status, renderLayout({ title: error.status === 404 ? 'Not found' : 'Bad request', tab: 'sessions', notice }, html`<p class="notice" id="error">${error.message}</p>`));
+    }
+  };
+  const api = (answer: (request: RouteRequest) => Promise<unknown>) => async (request: RouteRequest): Promise<RouteResponse> => {
+    try {
+      return json(200, await answer(request));
+    } catch (error) {
+      if (error instanceof BadRequest) return json(error.status, { error: error.message });
+      throw error;
+    }
+  };
+  const session = async (request: RouteRequest, access: ConsoleAccess) => {
+    const atSeq = seqParameter(request.url, 'at');
+    const found = await readConsoleSession(db, projection, access, { sessionId: request.rest, atSeq, fromSeq: seqParameter(request.url, 'from') });
+    if (found === undefined) throw new BadRequest(`no session ${JSON.stringify(request.rest)}: no event of it is stored (search for it on the sessions page)`, 404);
+    return found;
+  };
+  const withPage = <T>(handler: (request: RouteRequest, access: ConsoleAccess) => Promise<T>, render: (value: T, access: ConsoleAccess, request: RouteRequest) => { frame: PageFrame; body: Html }) =>
+    (request: RouteRequest) => page(async (access) => render(await handler(request, access), access, request))();
+  return {
+    '/': page(async (access) => ({ frame: { title: 'Projections', tab: 'projections' }, body: renderProjections(await readConsoleProjections(db, access)) })),
+    '/sessions': withPage(
+      async (request) => {
+        const query = sessionListQuery(request.url);
+        return { query, result: await listSessions(db, query) };
+      },
+      ({ query, result }) => ({ frame: { title: 'Sessions', tab: 'sessions' }, body: renderSessions(query, result) }),
+    ),
+    '/sessions/*': withPage(session, (found, access) => ({ frame: { title: `Session ${found.sessionId}`, tab: 'sessions' }, body: renderSession(found, access) })),
+    '/api/projections': api(async () => readConsoleProjections(db, await readConsoleAccess(db))),
+    '/api/sessions': api(async (request) => listSessions(db, sessionListQuery(request.url))),
+    '/api/sessions/*': api(async (request) => session(request, await readConsoleAccess(db))),
+    '/api/live': api(() => readLiveFigures(db)),
+    // Browsers ask for it on every page; the console has none.
+    '/favicon.ico': () => ({ status: 204, contentType: 'image/x-icon', body: '' }),
+    '/assets/*': ({ rest }) => assets(rest) ?? json(404, { error: `no asset ${JSON.stringify(rest)}` }),
+  };
+}
+
+function htmlResponse(status: number, body: Html): RouteResponse {
+  return { status, contentType: 'text/html; charset=utf-8', body: body.text, headers: PAGE_HEADERS };
+}
+
+/** The session list's parameters: `q` (id or its beginning), `state` (a filter), `after` (the cursor of the page before). */
+function sessionListQuery(url: URL): SessionListQuery {
+  const search = url.searchParams.get('q')?.trim() || undefined;
+  const state = url.searchParams.get('state') || undefined;
+  if (state !== undefined && !(state in SESSION_FILTERS)) throw new BadRequest(`unknown state filter ${JSON.stringify(state)}: use one of ${Object.keys(SESSION_FILTERS).join(', ')}`);
+  const afterToken = url.searchParams.get('after');
+  const after = afterToken ? decodeSessionCursor(afterToken) : undefined;
+  if (afterToken && after === undefined) throw new BadRequest('the page cursor "after" is not one this console wrote: start again from the first page');
+  return { search, filter: state as SessionFilter | undefined, after, pageSize: SESSIONS_PAGE_SIZE };
+}
+
+/** A seq parameter: absent, or an integer from 0. */
+function seqParameter(url: URL, name: string): number | undefined {
+  const text = url.searchParams.get(name);
+  if (text === null || text === '') return undefined;
+  if (!/^\d{1,15}$/.test(text)) throw new BadRequest(`"${name}" must be a seq: an integer from 0, not ${JSON.stringify(text)}`);
+  return Number(text);
+}
