@@ -9,10 +9,10 @@ import type { Projection } from '../../projector/projection.js';
 import { DEFAULT_BATCH_SIZE, defaultOwner, Projector } from '../../projector/projector.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
+import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, parseMetricsPort } from '../server-address.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 
-/** The default port of `/metrics`, `/healthz` and `/readyz` (the OpenTelemetry Prometheus exporter's). */
-export const DEFAULT_METRICS_PORT = 9464;
+export { DEFAULT_METRICS_PORT } from '../server-address.js';
 
 /** A setting of the daemon: a flag, or else an environment variable, or else a default. */
 interface Setting<T> {
@@ -70,7 +70,7 @@ const SETTINGS = {
     env: 'OS_AUDIT_METRICS_HOST',
     description: 'address the metrics server listens on (0.0.0.0: every interface, e.g. in a container)',
     parse: (text) => text,
-    defaultValue: '127.0.0.1',
+    defaultValue: DEFAULT_METRICS_HOST,
   }),
   logLevel: setting<LogLevel>({
     flags: '--log-level <level>',
@@ -251,8 +251,9 @@ async function serveMonitor(
   log: Logger,
 ): Promise<ProjectorMonitor> {
   const host = settings.metricsHost;
-  // Loaded only here: a daemon without metrics (project --once) starts without prom-client.
+  // Loaded only here: a daemon without metrics (project --once) starts without prom-client or the console.
   const { startProjectorMonitor } = await import('../../observability/projector-monitor.js');
+  const { createConsoleRoutes } = await import('../../console/console-routes.js');
   try {
     const monitor = await startProjectorMonitor({
       db,
@@ -263,27 +264,13 @@ async function serveMonitor(
       leaseTtlMs: settings.leaseTtl,
       pollIntervalMs: settings.pollInterval,
       log,
+      routes: createConsoleRoutes({ db, projections }),
     });
-    log.info({ event: 'listening', url: monitor.url }, `serving /metrics, /healthz and /readyz on ${monitor.url}`);
+    log.info({ event: 'listening', url: monitor.url }, `serving the web console on ${monitor.url}/ and /metrics, /healthz and /readyz`);
     return monitor;
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES' && code !== 'ENOTFOUND') throw error;
-    throw new CliError(
-      `cannot serve metrics on ${host}:${port}: ${(error as Error).message} ` +
-        '(choose another --metrics-port or --metrics-host; --metrics-port 0 takes any free port, off serves none)',
-    );
+    throw listenError(error, { host, port, what: 'metrics', hint: '; --metrics-port 0 takes any free port, off serves none' });
   }
-}
-
-/** `off`, or a TCP port (0: any free one). */
-function parseMetricsPort(text: string): number | 'off' {
-  if (text === 'off') return 'off';
-  const port = Number(text);
-  if (text.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new InvalidArgumentError('expected a port from 0 to 65535, or off');
-  }
-  return port;
 }
 
 function oneOf<const T extends readonly string[]>(choices: T): (text: string) => T[number] {
