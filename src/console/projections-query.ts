@@ -1,17 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { readProjectionStatus } from '../projector/projection-status.js';
+import { type BlockedSession, readProjectionStatus } from '../projector/projection-status.js';
 import type { ConsoleAccess } from './console-access.js';
-
-/** A session a projection stopped at: the event, and why. */
-export interface HaltedSession {
-  sessionId: string;
-  seq: number;
-  kind: string | null;
-  reason: string;
-  problem: string;
-  since: Date;
-}
 
 /** One projection as the console's projections page shows it. */
 export interface ConsoleProjection {
@@ -28,7 +18,7 @@ export interface ConsoleProjection {
   skippedEvents: number | null;
   haltedTotal: number;
   /** The oldest {@link HALTED_LISTED} halted sessions. */
-  halted: HaltedSession[];
+  halted: BlockedSession[];
 }
 
 /** How many halted sessions the page lists per projection (all are in the view os_blocked_sessions). */
