@@ -1,14 +1,14 @@
 /**
  * `npm run screenshots`: imports the samples into a scratch database (on $DATABASE_URL's
- * server, else an embedded PostgreSQL), projects them, serves the web console and writes a
- * screenshot of each page to docs/console/ with the system Chromium (/usr/bin/chromium).
+ * server, else an embedded PostgreSQL), runs the projector daemon, which serves the web
+ * console, and writes a screenshot of each page to docs/console/ with the system Chromium
+ * (/usr/bin/chromium).
  */
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { builtInProjections } from '../projections/index.js';
-import { createConsoleRoutes } from '../src/console/console-routes.js';
-import { startObservabilityServer } from '../src/observability/observability-server.js';
+import type { LiveFigures } from '../src/console/live-figures-query.js';
 import { launchChromium } from '../test/support/chromium.js';
+import { pollUntil, startDaemon } from '../test/support/daemon-process.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { runCliInProcess } from '../test/support/run-cli-in-process.js';
 import { createScratchDatabase } from '../test/support/scratch-database.js';
@@ -31,17 +31,20 @@ const server = await startPostgres();
 try {
   const scratch = await createScratchDatabase(server.adminUrl);
   try {
-    for (const args of [['import', samples], ['project', '--once']]) {
-      const run = await runCliInProcess(args, { env: { DATABASE_URL: scratch.url } });
-      if (run.code !== 0) throw new Error(`os-audit ${args.join(' ')} failed: ${run.stderr}`);
-    }
-    const consoleServer = await startObservabilityServer('127.0.0.1', 0, createConsoleRoutes({ db: scratch.db, projections: builtInProjections }));
+    const imported = await runCliInProcess(['import', samples], { env: { DATABASE_URL: scratch.url } });
+    if (imported.code !== 0) throw new Error(`os-audit import failed: ${imported.stderr}`);
+    const daemon = startDaemon(scratch.url, { owner: 'os-audit-daemon' });
+    const consoleUrl = await daemon.metricsUrl();
+    await pollUntil('the daemon to fold the samples', async () => {
+      const live = (await (await fetch(`${consoleUrl}/api/live`)).json()) as LiveFigures;
+      return live.projections.every((projection) => projection.eventsApplied > 0 && projection.lagEvents === 0);
+    }, { intervalMs: 200 });
     const browser = await launchChromium();
     try {
       mkdirSync(outDir, { recursive: true });
       for (const shot of SHOTS) {
         const page = await browser.newPage({ viewport: { width: 1280, height: shot.height } });
-        await page.goto(`${consoleServer.url}${shot.path}`);
+        await page.goto(`${consoleUrl}${shot.path}`);
         await page.waitForTimeout(LIVE_FIGURES_MS);
         await page.screenshot({ path: `${outDir}${shot.file}` });
         await page.close();
@@ -49,7 +52,7 @@ try {
       }
     } finally {
       await browser.close();
-      await consoleServer.close();
+      await daemon.stop('SIGTERM');
     }
   } finally {
     await scratch.drop();
