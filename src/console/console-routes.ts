@@ -52,15 +52,19 @@ export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): 
   const projection = projections[0];
   if (projection === undefined) throw new Error('the console needs at least one projection');
   const assets = loadConsoleAssets();
-  const page = (frame: (access: ConsoleAccess) => Promise<{ frame: PageFrame; body: Html }>) => async (): Promise<RouteResponse> => {
-    const access = await readConsoleAccess(db);
-    const notice = access.eventBodies ? undefined : 'This database role may not read event bodies: events are shown without their JSON, and there is no snapshot at an earlier seq.';
+  const page = (render: (request: RouteRequest, access: ConsoleAccess) => Promise<{ frame: PageFrame; body: Html }>) => async (request: RouteRequest): Promise<RouteResponse> => {
+    let access: ConsoleAccess | undefined;
     try {
-      const shown = await frame(access);
-      return htmlResponse(200, renderLayout({ ...shown.frame, notice }, shown.body));
+      access = await readConsoleAccess(db);
+      const shown = await render(request, access);
+      return htmlResponse(200, renderLayout({ ...shown.frame, notice: roleNotice(access) }, shown.body));
     } catch (error) {
-      if (!(error instanceof BadRequest)) throw error;
-      return htmlResponse(error.status, renderLayout({ title: error.status === 404 ? 'Not found' : 'Bad request', tab: 'sessions', notice }, html`<p class="notice" id="error">${error.message}</p>`));
+      // A page, not a stack trace: what is wrong in one line.
+      const [status, title, message] =
+        error instanceof BadRequest
+          ? [error.status, error.status === 404 ? 'Not found' : 'Bad request', error.message]
+          : [500, 'Cannot read the database', `cannot read the database: ${error instanceof Error ? error.message : String(error)}`];
+      return htmlResponse(status, renderLayout({ title, tab: 'sessions', notice: access && roleNotice(access) }, html`<p class="notice" id="error">${message}</p>`));
     }
   };
   const api = (answer: (request: RouteRequest) => Promise<unknown>) => async (request: RouteRequest): Promise<RouteResponse> => {
@@ -72,23 +76,20 @@ export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): 
     }
   };
   const session = async (request: RouteRequest, access: ConsoleAccess) => {
-    const atSeq = seqParameter(request.url, 'at');
-    const found = await readConsoleSession(db, projection, access, { sessionId: request.rest, atSeq, fromSeq: seqParameter(request.url, 'from') });
+    const found = await readConsoleSession(db, projection, access, { sessionId: request.rest, atSeq: seqParameter(request.url, 'at'), fromSeq: seqParameter(request.url, 'from') });
     if (found === undefined) throw new BadRequest(`no session ${JSON.stringify(request.rest)}: no event of it is stored (search for it on the sessions page)`, 404);
     return found;
   };
-  const withPage = <T>(handler: (request: RouteRequest, access: ConsoleAccess) => Promise<T>, render: (value: T, access: ConsoleAccess, request: RouteRequest) => { frame: PageFrame; body: Html }) =>
-    (request: RouteRequest) => page(async (access) => render(await handler(request, access), access, request))();
   return {
-    '/': page(async (access) => ({ frame: { title: 'Projections', tab: 'projections' }, body: renderProjections(await readConsoleProjections(db, access)) })),
-    '/sessions': withPage(
-      async (request) => {
-        const query = sessionListQuery(request.url);
-        return { query, result: await listSessions(db, query) };
-      },
-      ({ query, result }) => ({ frame: { title: 'Sessions', tab: 'sessions' }, body: renderSessions(query, result) }),
-    ),
-    '/sessions/*': withPage(session, (found, access) => ({ frame: { title: `Session ${found.sessionId}`, tab: 'sessions' }, body: renderSession(found, access) })),
+    '/': page(async (_request, access) => ({ frame: { title: 'Projections', tab: 'projections' }, body: renderProjections(await readConsoleProjections(db, access)) })),
+    '/sessions': page(async (request) => {
+      const query = sessionListQuery(request.url);
+      return { frame: { title: 'Sessions', tab: 'sessions' }, body: renderSessions(query, await listSessions(db, query)) };
+    }),
+    '/sessions/*': page(async (request, access) => {
+      const found = await session(request, access);
+      return { frame: { title: `Session ${found.sessionId}`, tab: 'sessions' }, body: renderSession(found, access) };
+    }),
     '/api/projections': api(async () => readConsoleProjections(db, await readConsoleAccess(db))),
     '/api/sessions': api(async (request) => listSessions(db, sessionListQuery(request.url))),
     '/api/sessions/*': api(async (request) => session(request, await readConsoleAccess(db))),
@@ -97,6 +98,11 @@ export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): 
     '/favicon.ico': () => ({ status: 204, contentType: 'image/x-icon', body: '' }),
     '/assets/*': ({ rest }) => assets(rest) ?? json(404, { error: `no asset ${JSON.stringify(rest)}` }),
   };
+}
+
+/** What the page says when the role hides something. */
+function roleNotice(access: ConsoleAccess): string | undefined {
+  return access.eventBodies ? undefined : 'This database role may not read event bodies: events are shown without their JSON, and there is no snapshot at an earlier seq.';
 }
 
 function htmlResponse(status: number, body: Html): RouteResponse {

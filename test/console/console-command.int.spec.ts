@@ -1,5 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { builtInProjections } from '../../projections/index.js';
+import { createConsoleRoutes } from '../../src/console/console-routes.js';
+import { openDatabase } from '../../src/db/open-database.js';
 import { startObservabilityServer } from '../../src/observability/observability-server.js';
 import { startCli } from '../support/cli-process.js';
 import { startDaemon } from '../support/daemon-process.js';
@@ -54,6 +57,21 @@ describe('os-audit console and the daemon serve the web console', () => {
     }
     const off = await runCliInProcess(['console'], { env: { DATABASE_URL: testDb.url, OS_AUDIT_METRICS_PORT: 'off' } });
     expect([off.code, off.stderr]).toEqual([2, 'os-audit: invalid OS_AUDIT_METRICS_PORT="off": expected a port from 0 to 65535 (the console cannot be off)\n']);
+  });
+
+  it('answers a page it cannot read the database for with one line saying so, not a stack trace', async () => {
+    const gone = new URL(testDb.url);
+    gone.pathname = '/os_audit_no_such_database';
+    const db = openDatabase({ connectionString: gone.toString() });
+    const server = await startObservabilityServer('127.0.0.1', 0, createConsoleRoutes({ db, projections: builtInProjections }));
+    try {
+      const response = await fetch(`${server.url}/sessions`);
+      expect([response.status, response.headers.get('content-type')]).toEqual([500, 'text/html; charset=utf-8']);
+      expect(await response.text()).toContain('<p class="notice" id="error">cannot read the database: database &quot;os_audit_no_such_database&quot; does not exist</p>');
+    } finally {
+      await server.close();
+      await db.destroy();
+    }
   });
 
   it('the daemon serves the console next to /metrics, on the same port', async () => {
