@@ -8,6 +8,20 @@ export const DEFAULT_METRICS_PORT = 9464;
 export const DEFAULT_METRICS_HOST = '127.0.0.1';
 
 /**
+ * Whether `text` is a TCP port, 0 to 65535 (0: any free one).
+ *
+ * @example
+ * ```ts
+ * isPortText('9464'); // true
+ * isPortText('70000'); // false
+ * ```
+ */
+export function isPortText(text: string): boolean {
+  const port = Number(text);
+  return text.trim() !== '' && Number.isInteger(port) && port >= 0 && port <= 65_535;
+}
+
+/**
  * Parses `--metrics-port`: `off`, or a TCP port (0: any free one).
  *
  * @example
@@ -18,11 +32,8 @@ export const DEFAULT_METRICS_HOST = '127.0.0.1';
  */
 export function parseMetricsPort(text: string): number | 'off' {
   if (text === 'off') return 'off';
-  const port = Number(text);
-  if (text.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new InvalidArgumentError('expected a port from 0 to 65535, or off');
-  }
-  return port;
+  if (!isPortText(text)) throw new InvalidArgumentError('expected a port from 0 to 65535, or off');
+  return Number(text);
 }
 
 /**

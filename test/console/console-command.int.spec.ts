@@ -57,6 +57,8 @@ describe('os-audit console and the daemon serve the web console', () => {
     }
     const off = await runCliInProcess(['console'], { env: { DATABASE_URL: testDb.url, OS_AUDIT_METRICS_PORT: 'off' } });
     expect([off.code, off.stderr]).toEqual([2, 'os-audit: invalid OS_AUDIT_METRICS_PORT="off": expected a port from 0 to 65535 (the console cannot be off)\n']);
+    const flag = await runCliInProcess(['console', '--metrics-port', '70000'], { env: { DATABASE_URL: testDb.url } });
+    expect([flag.code, flag.stderr.split('\n')[0]]).toEqual([2, "error: option '--metrics-port <port>' argument '70000' is invalid. expected a port from 0 to 65535 (the console cannot be off)"]);
   });
 
   it('answers a page it cannot read the database for with one line saying so, not a stack trace', async () => {

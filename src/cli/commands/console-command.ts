@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { commandProjections } from '../projection-options.js';
-import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, parseMetricsPort } from '../server-address.js';
+import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, isPortText, listenError } from '../server-address.js';
 
 /** Connections of the console's pool: a few pages read at the same time. */
 const CONSOLE_CONNECTIONS = 4;
@@ -50,11 +50,10 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
     });
 }
 
-/** A port, not `off`: the console has nothing else to serve. */
+/** A port, not `off` as for the daemon: the console has nothing else to serve. */
 function parseConsolePort(text: string): number {
-  const port = parseMetricsPort(text);
-  if (port === 'off') throw new InvalidArgumentError('expected a port from 0 to 65535 (the console cannot be off)');
-  return port;
+  if (!isPortText(text)) throw new InvalidArgumentError('expected a port from 0 to 65535 (the console cannot be off)');
+  return Number(text);
 }
 
 /** The variable parsed, or undefined when it is unset or empty; a usage error (exit code 2) naming it when it is invalid. */
