@@ -1,9 +1,6 @@
 /** HTML text that is safe to insert as is: made only by {@link html} (or {@link rawHtml} for trusted constants). */
 export class Html {
   constructor(readonly text: string) {}
-  toString(): string {
-    return this.text;
-  }
 }
 
 /** A value {@link html} may insert: text is escaped, nested {@link Html} kept, lists joined, null and undefined left out. */
