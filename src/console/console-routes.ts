@@ -18,6 +18,9 @@ import { listSessions, SESSION_FILTERS, type SessionFilter, type SessionListQuer
 /** Sessions per page of the list. */
 export const SESSIONS_PAGE_SIZE = 50;
 
+/** Connections the console's pool needs: a few pages read at the same time. */
+export const CONSOLE_CONNECTIONS = 4;
+
 export interface ConsoleRoutesOptions {
   db: Kysely<DB>;
   /** The projections of this database; the session page shows the first one's snapshot (os_snapshot by default), as `os-audit snapshot` does. */

@@ -3,9 +3,6 @@ import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '.
 import { commandProjections } from '../projection-options.js';
 import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, isPortText, listenError } from '../server-address.js';
 
-/** Connections of the console's pool: a few pages read at the same time. */
-const CONSOLE_CONNECTIONS = 4;
-
 interface ConsoleFlags {
   metricsPort?: number;
   metricsHost?: string;
@@ -31,7 +28,7 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
       const projections = await commandProjections(command, io);
       // Loaded here, not with the command line: `os-audit --help` stays light.
       const { startObservabilityServer } = await import('../../observability/observability-server.js');
-      const { createConsoleRoutes } = await import('../../console/console-routes.js');
+      const { CONSOLE_CONNECTIONS, createConsoleRoutes } = await import('../../console/console-routes.js');
       await withDatabase(
         url,
         async (db) => {

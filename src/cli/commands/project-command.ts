@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { openDatabase } from '../../db/open-database.js';
 import type { DB } from '../../db/schema.js';
 import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
 import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
@@ -212,7 +213,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
   });
   try {
     if (settings.metricsPort !== 'off') {
-      monitor = await serveMonitor(db, projections, owner, settings, settings.metricsPort, ownerLog);
+      monitor = await serveMonitor(db, url, projections, owner, settings, settings.metricsPort, ownerLog);
       signal.addEventListener('abort', () => monitor?.stopping(), { once: true });
     }
     if (flags.once) {
@@ -241,9 +242,10 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
   }
 }
 
-/** Starts the metrics and health server; a port in use is the user's to fix. */
+/** Starts the web console, metrics and health server (the console on a pool of its own); a port in use is the user's to fix. */
 async function serveMonitor(
   db: Kysely<DB>,
+  url: string,
   projections: readonly Projection[],
   owner: string,
   settings: ProjectSettings,
@@ -253,7 +255,9 @@ async function serveMonitor(
   const host = settings.metricsHost;
   // Loaded only here: a daemon without metrics (project --once) starts without prom-client or the console.
   const { startProjectorMonitor } = await import('../../observability/projector-monitor.js');
-  const { createConsoleRoutes } = await import('../../console/console-routes.js');
+  const { CONSOLE_CONNECTIONS, createConsoleRoutes } = await import('../../console/console-routes.js');
+  // The console reads on connections of its own: a page never waits for a batch, nor holds up a lease renewal.
+  const consoleDb = openDatabase({ connectionString: url, applicationName: 'os-audit-console', maxConnections: CONSOLE_CONNECTIONS });
   try {
     const monitor = await startProjectorMonitor({
       db,
@@ -264,11 +268,18 @@ async function serveMonitor(
       leaseTtlMs: settings.leaseTtl,
       pollIntervalMs: settings.pollInterval,
       log,
-      routes: createConsoleRoutes({ db, projections }),
+      routes: createConsoleRoutes({ db: consoleDb, projections }),
     });
     log.info({ event: 'listening', url: monitor.url }, `serving the web console on ${monitor.url}/ and /metrics, /healthz and /readyz`);
-    return monitor;
+    return {
+      ...monitor,
+      close: async () => {
+        await monitor.close();
+        await consoleDb.destroy();
+      },
+    };
   } catch (error) {
+    await consoleDb.destroy();
     throw listenError(error, { host, port, what: 'metrics', hint: '; --metrics-port 0 takes any free port, off serves none' });
   }
 }
