@@ -76,6 +76,8 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
     await page.goto(`${server.url}/`);
     const row = page.locator('tr[data-projection="os_snapshot"]');
     await expect.poll(() => row.locator('td').first().textContent()).toBe('os_snapshot');
+    // halted sessions, events set aside, last error
+    expect((await row.locator('td').allTextContents()).slice(6)).toEqual(['1', '0', 'none']);
     const halted = page.locator('table[data-halted="os_snapshot"] tbody tr');
     expect(await halted.count()).toBe(1);
     const cells = await halted.locator('td').allTextContents();
@@ -232,6 +234,7 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
 
       await page.goto(`${readerServer.url}/`);
       expect(await page.locator('table[data-halted="os_snapshot"] tbody tr td').nth(1).textContent()).toBe('seq 1');
+      expect((await page.locator('tr[data-projection="os_snapshot"] td').allTextContents()).slice(6)).toEqual(['1', '–', 'not readable by this role']);
 
       await page.goto(`${readerServer.url}/sessions`);
       expect(await listedSessions(page)).toEqual((await expectedOrder('true')).slice(0, 50));
