@@ -11,7 +11,7 @@ import { renderSession } from './pages/session-page.js';
 import { renderSessions } from './pages/sessions-page.js';
 import { readLiveFigures } from './live-figures-query.js';
 import { readConsoleProjections } from './projections-query.js';
-import { decodeSessionCursor } from './session-cursor.js';
+import { decodeSessionCursor, encodeSessionCursor, type SessionCursor } from './session-cursor.js';
 import { readConsoleSession } from './session-query.js';
 import { listSessions, SESSION_FILTERS, type SessionFilter, type SessionListQuery } from './sessions-query.js';
 
@@ -94,7 +94,11 @@ export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): 
       return { frame: { title: `Session ${found.sessionId}`, tab: 'sessions' }, body: renderSession(found, access) };
     }),
     '/api/projections': api(async () => readConsoleProjections(db, await readConsoleAccess(db))),
-    '/api/sessions': api(async (request) => listSessions(db, sessionListQuery(request.url))),
+    '/api/sessions': api(async (request) => {
+      const { rows, next, previous } = await listSessions(db, sessionListQuery(request.url));
+      // The cursors as the tokens `after` and `before` take.
+      return { rows, next: next && encodeSessionCursor(next), previous: previous && encodeSessionCursor(previous) };
+    }),
     '/api/sessions/*': api(async (request) => session(request, await readConsoleAccess(db))),
     '/api/live': api(() => readLiveFigures(db)),
     // Browsers ask for it on every page; the console has none.
@@ -112,15 +116,21 @@ function htmlResponse(status: number, body: Html): RouteResponse {
   return { status, contentType: 'text/html; charset=utf-8', body: body.text, headers: PAGE_HEADERS };
 }
 
-/** The session list's parameters: `q` (id or its beginning), `state` (a filter), `after` (the cursor of the page before). */
+/** The session list's parameters: `q` (id or its beginning), `state` (a filter), `after` or `before` (a page's cursor). */
 function sessionListQuery(url: URL): SessionListQuery {
   const search = url.searchParams.get('q')?.trim() || undefined;
   const state = url.searchParams.get('state') || undefined;
   if (state !== undefined && !(state in SESSION_FILTERS)) throw new BadRequest(`unknown state filter ${JSON.stringify(state)}: use one of ${Object.keys(SESSION_FILTERS).join(', ')}`);
-  const afterToken = url.searchParams.get('after');
-  const after = afterToken ? decodeSessionCursor(afterToken) : undefined;
-  if (afterToken && after === undefined) throw new BadRequest('the page cursor "after" is not one this console wrote: start again from the first page');
-  return { search, filter: state as SessionFilter | undefined, after, pageSize: SESSIONS_PAGE_SIZE };
+  return { search, filter: state as SessionFilter | undefined, after: cursorParameter(url, 'after'), before: cursorParameter(url, 'before'), pageSize: SESSIONS_PAGE_SIZE };
+}
+
+/** A page cursor parameter (`after`, `before`): absent, or a token of `encodeSessionCursor`. */
+function cursorParameter(url: URL, name: string): SessionCursor | undefined {
+  const token = url.searchParams.get(name);
+  if (!token) return undefined;
+  const cursor = decodeSessionCursor(token);
+  if (cursor === undefined) throw new BadRequest(`the page cursor "${name}" is not one this console wrote: start again from the first page`);
+  return cursor;
 }
 
 /** A seq parameter: absent, or an integer from 0. */

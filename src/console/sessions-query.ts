@@ -12,11 +12,13 @@ export const SESSION_FILTERS = {
 
 export type SessionFilter = keyof typeof SESSION_FILTERS;
 
-/** One page's question: sessions whose id starts with `search`, in the state of `filter`, older than `after`. */
+/** One page's question: sessions whose id starts with `search`, in the state of `filter`, older than `after` (or newer than `before`). */
 export interface SessionListQuery {
   search?: string;
   filter?: SessionFilter;
   after?: SessionCursor;
+  /** The page just newer than this row (the link back from a later page). */
+  before?: SessionCursor;
   pageSize: number;
 }
 
@@ -34,17 +36,18 @@ export interface SessionListRow {
   haltedAtSeq: number | null;
 }
 
-/** A page of sessions, and the cursor of the next one (undefined on the last page). */
+/** A page of sessions, and the cursors of the older page (`next`) and of the newer one (`previous`); undefined where there is none. */
 export interface SessionPage {
   rows: SessionListRow[];
   next: SessionCursor | undefined;
+  previous: SessionCursor | undefined;
 }
 
 /**
  * A page of sessions, the latest activity first, from the view `os_session_overview`. Keyset
- * paging: the page after `after` is a range of the index `sessions_last_recorded_at_idx`
- * (migration 0014), as cheap on the ten-thousandth page as on the first; a filter walks the
- * same index and skips the sessions not in that state.
+ * paging: the page after `after` (or before `before`) is a range of the index
+ * `sessions_last_recorded_at_idx` (migration 0014), as cheap on the ten-thousandth page as on
+ * the first; a filter walks the same index and skips the sessions not in that state.
  *
  * @example
  * ```ts
@@ -79,9 +82,17 @@ export async function listSessions(db: Kysely<DB>, query: SessionListQuery): Pro
   if (query.after) {
     select = select.where(sql<boolean>`(o.last_recorded_at, o.session_id) < (${query.after.lastRecordedAt}::timestamptz, ${query.after.sessionId}::text)`);
   }
-  const rows = await select.orderBy('o.last_recorded_at', 'desc').orderBy('o.session_id', 'desc').limit(query.pageSize + 1).execute();
+  // Backwards: the rows just newer than `before`, read oldest first, shown newest first.
+  const backwards = query.before !== undefined && query.after === undefined;
+  if (backwards) {
+    select = select.where(sql<boolean>`(o.last_recorded_at, o.session_id) > (${query.before!.lastRecordedAt}::timestamptz, ${query.before!.sessionId}::text)`);
+  }
+  const direction = backwards ? 'asc' : 'desc';
+  const rows = await select.orderBy('o.last_recorded_at', direction).orderBy('o.session_id', direction).limit(query.pageSize + 1).execute();
+  const more = rows.length > query.pageSize;
   const shown = rows.slice(0, query.pageSize);
-  const last = shown[shown.length - 1];
+  if (backwards) shown.reverse();
+  const cursor = (row: (typeof rows)[number] | undefined): SessionCursor | undefined => row && { lastRecordedAt: row.cursor_at, sessionId: row.session_id! };
   return {
     rows: shown.map((row) => ({
       sessionId: row.session_id!,
@@ -95,7 +106,8 @@ export async function listSessions(db: Kysely<DB>, query: SessionListQuery): Pro
       budgetExceeded: Number(row.budget_exceeded),
       haltedAtSeq: row.blocked_at_seq === null ? null : Number(row.blocked_at_seq),
     })),
-    next: rows.length > query.pageSize && last ? { lastRecordedAt: last.cursor_at, sessionId: last.session_id! } : undefined,
+    next: backwards || more ? cursor(shown[shown.length - 1]) : undefined,
+    previous: (backwards ? more : query.after !== undefined) ? cursor(shown[0]) : undefined,
   };
 }
 

@@ -105,9 +105,20 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
     await page.waitForURL(/after=/);
     expect(await listedSessions(page)).toEqual(all.slice(50));
     expect(await page.locator('a[rel="next"]').count()).toBe(0);
+    await page.locator('a[rel="prev"]').click();
+    await page.waitForURL(/before=/);
+    expect(await listedSessions(page)).toEqual(all.slice(0, 50));
+    expect([await page.locator('a[rel="prev"]').count(), await page.locator('a[rel="next"]').count()]).toEqual([0, 1]);
+    await page.locator('a[rel="next"]').click();
+    await page.waitForURL(/after=/);
     await page.locator('a[rel="first"]').click();
     await page.waitForURL(/\/sessions$/);
     expect(await listedSessions(page)).toEqual(all.slice(0, 50));
+    // The same pages as JSON, cursor by cursor.
+    const api = (await (await fetch(`${server.url}/api/sessions`)).json()) as { rows: { sessionId: string }[]; next: string; previous?: string };
+    const older = (await (await fetch(`${server.url}/api/sessions?after=${api.next}`)).json()) as { rows: { sessionId: string }[]; next?: string };
+    expect([...api.rows, ...older.rows].map((row) => row.sessionId)).toEqual(all);
+    expect([api.previous, older.next]).toEqual([undefined, undefined]);
 
     await page.locator('input[name="q"]').fill('paged-00');
     await page.locator('form.search button').click();

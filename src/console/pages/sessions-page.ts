@@ -5,7 +5,7 @@ import { formatTime, sessionHref } from './layout.js';
 
 /**
  * The sessions page's body: the search box and state filters (a GET form), a page of sessions
- * by last activity, and the links to the next page and back to the first.
+ * by last activity, and the links to the older and newer pages and back to the first.
  *
  * @example
  * ```ts
@@ -53,5 +53,9 @@ ${
       )}</tbody>
 </table>`
 }
-<nav class="pager">${query.after ? html`<a rel="first" href="${params({})}">« newest</a>` : ''}${page.next ? html`<a rel="next" href="${params({ after: encodeSessionCursor(page.next) })}">older »</a>` : ''}</nav>`;
+<nav class="pager">${
+    page.previous
+      ? html`<a rel="first" href="${params({})}">« newest</a><a rel="prev" href="${params({ before: encodeSessionCursor(page.previous) })}">‹ newer</a>`
+      : ''
+  }${page.next ? html`<a rel="next" href="${params({ after: encodeSessionCursor(page.next) })}">older ›</a>` : ''}</nav>`;
 }
