@@ -12,6 +12,7 @@ import * as projectionVersions from './0010-projection-versions.js';
 import * as replannedLogChecks from './0011-replanned-log-checks.js';
 import * as distributedTables from './0012-distributed-tables.js';
 import * as citusWriterColumns from './0013-citus-writer-columns.js';
+import * as sessionsByLastActivity from './0014-sessions-by-last-activity.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '0011-replanned-log-checks': replannedLogChecks,
   '0012-distributed-tables': distributedTables,
   '0013-citus-writer-columns': citusWriterColumns,
+  '0014-sessions-by-last-activity': sessionsByLastActivity,
 };

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import type { LocalPostgres } from '../db/local-postgres.js';
 import { type CliIo, CliError } from './cli-context.js';
 import { registerAppendCommand } from './commands/append-command.js';
+import { registerConsoleCommand } from './commands/console-command.js';
 import { registerDbCommand } from './commands/db-command.js';
 import { registerEventsCommand } from './commands/events-command.js';
 import { registerImportCommand } from './commands/import-command.js';
@@ -51,6 +52,7 @@ export function buildProgram(io: CliIo): Command {
   registerRebuildCommand(program, io);
   registerVerifyCommand(program, io);
   registerStatusCommand(program, io);
+  registerConsoleCommand(program, io);
   registerUpCommand(program, io, async (args) => {
     await buildProgram(io).parseAsync([...args], { from: 'user' });
   });

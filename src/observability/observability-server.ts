@@ -6,10 +6,23 @@ export interface RouteResponse {
   status: number;
   contentType: string;
   body: string;
+  /** Extra response headers (e.g. `Content-Security-Policy`, `Location`). */
+  headers?: Record<string, string>;
 }
 
-/** Routes by exact path (the query string is ignored); only GET and HEAD are served. */
-export type Routes = Record<string, () => RouteResponse | Promise<RouteResponse>>;
+/** The request a route answers: its URL (query string included) and, under a prefix route, the path after the prefix. */
+export interface RouteRequest {
+  url: URL;
+  /** Under `'/prefix/*'`: the decoded rest of the path after `/prefix/`; `''` for an exact route. */
+  rest: string;
+}
+
+/**
+ * Routes by path: a key is an exact path, or a prefix ending in `/*` that answers every path
+ * under it (the longest prefix wins; an exact path wins over a prefix). Only GET and HEAD are
+ * served.
+ */
+export type Routes = Record<string, (request: RouteRequest) => RouteResponse | Promise<RouteResponse>>;
 
 export interface ObservabilityServer {
   /** `http://host:port`, with the port the system chose when 0 was asked for. */
@@ -20,7 +33,7 @@ export interface ObservabilityServer {
 }
 
 /**
- * A small HTTP server for metrics and health checks.
+ * A small HTTP server for metrics, health checks and the web console.
  *
  * @example
  * ```ts
@@ -67,22 +80,49 @@ export function json(status: number, body: unknown): RouteResponse {
   return { status, contentType: 'application/json; charset=utf-8', body: `${JSON.stringify(body)}\n` };
 }
 
+/**
+ * The route of a path and the rest of the path under its prefix, or undefined.
+ *
+ * @example
+ * ```ts
+ * matchRoute({ '/sessions/*': page }, '/sessions/a%2Fb'); // { route: page, rest: 'a/b' }
+ * ```
+ */
+export function matchRoute<Route>(routes: Record<string, Route>, path: string): { route: Route; rest: string } | undefined {
+  const exact = routes[path];
+  if (exact !== undefined) return { route: exact, rest: '' };
+  let best: { route: Route; rest: string; length: number } | undefined;
+  for (const [key, route] of Object.entries(routes)) {
+    if (!key.endsWith('/*')) continue;
+    const prefix = key.slice(0, -1);
+    if (!path.startsWith(prefix) || (best !== undefined && best.length >= prefix.length)) continue;
+    let rest: string;
+    try {
+      rest = decodeURIComponent(path.slice(prefix.length));
+    } catch {
+      continue; // A malformed escape matches nothing: a 404, not a 500.
+    }
+    best = { route, rest, length: prefix.length };
+  }
+  return best && { route: best.route, rest: best.rest };
+}
+
 async function respond(routes: Routes, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const path = new URL(request.url ?? '/', 'http://localhost').pathname;
-  const route = routes[path];
+  const url = new URL(request.url ?? '/', 'http://localhost');
+  const match = matchRoute(routes, url.pathname);
   let answer: RouteResponse;
-  if (route === undefined) {
+  if (match === undefined) {
     answer = json(404, { error: `no such path; try ${Object.keys(routes).join(', ')}` });
   } else if (request.method !== 'GET' && request.method !== 'HEAD') {
     answer = json(405, { error: 'only GET and HEAD' });
     response.setHeader('Allow', 'GET, HEAD');
   } else {
     try {
-      answer = await route();
+      answer = await match.route({ url, rest: match.rest });
     } catch (error) {
       answer = json(500, { error: error instanceof Error ? error.message : String(error) });
     }
   }
-  response.writeHead(answer.status, { 'Content-Type': answer.contentType, 'Cache-Control': 'no-store' });
+  response.writeHead(answer.status, { 'Content-Type': answer.contentType, 'Cache-Control': 'no-store', ...answer.headers });
   response.end(request.method === 'HEAD' ? undefined : answer.body);
 }

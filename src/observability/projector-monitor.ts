@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import { type ProjectionStatus, readProjectionStatus } from '../projector/projection-status.js';
 import type { ProjectorEvent } from '../projector/projector.js';
-import { json, startObservabilityServer } from './observability-server.js';
+import { json, type Routes, startObservabilityServer } from './observability-server.js';
 import { ProjectorMetrics } from './projector-metrics.js';
 import { Readiness } from './readiness.js';
 import { pollStatus } from './status-poller.js';
@@ -25,6 +25,8 @@ export interface ProjectorMonitorOptions {
   /** The daemon's longest wait between rounds when nothing is appended. */
   pollIntervalMs: number;
   log: Logger;
+  /** More routes on the same server: the web console (see `createConsoleRoutes`). */
+  routes?: Routes;
 }
 
 export interface ProjectorMonitor {
@@ -59,6 +61,7 @@ export async function startProjectorMonitor(options: ProjectorMonitorOptions): P
   const readiness = new Map(projections.map((projection) => [projection, new Readiness({ staleAfterMs })]));
   const startedAt = Date.now();
   const server = await startObservabilityServer(options.host, options.port, {
+    ...options.routes,
     '/metrics': async () => ({ status: 200, contentType: metrics.contentType, body: await metrics.render() }),
     '/healthz': () => json(200, { status: 'ok', owner, uptimeSeconds: Math.round((Date.now() - startedAt) / 1000) }),
     '/readyz': () => {

@@ -43,6 +43,8 @@ describe('the Docker image, built without Docker', () => {
       expect(existsSync(path.join(build.root, file)), file).toBe(true);
     }
     for (const name of Object.keys(migrations)) expect(existsSync(path.join(image.root, 'dist/migrations', `${name}.js`)), name).toBe(true);
+    // The web console's assets are not compiled: the build copies them.
+    for (const asset of ['console.js', 'console.css']) expect(existsSync(path.join(image.root, 'dist/src/console/assets', asset)), asset).toBe(true);
   });
 
   it('holds the production dependencies and nothing of the development ones', () => {
@@ -98,6 +100,7 @@ describe('the Docker image, built without Docker', () => {
         if (daemon.exitCode !== null || Date.now() > deadline) throw new Error(`the daemon never became healthy:\n${stderr}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
+      for (const page of ['/', '/sessions', '/assets/console.js']) expect((await fetch(`http://127.0.0.1:${port}${page}`)).status, page).toBe(200);
     } finally {
       daemon.kill('SIGTERM');
     }

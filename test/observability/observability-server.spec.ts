@@ -31,6 +31,25 @@ describe('the observability server', () => {
     await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
   });
 
+  it('routes prefixes with the rest of the path decoded, the longest prefix first and an exact path before any, with the query string and extra headers', async () => {
+    const server = await startObservabilityServer('127.0.0.1', 0, {
+      '/sessions': ({ url }) => json(200, { list: url.searchParams.get('q') }),
+      '/sessions/*': ({ rest, url }) => json(200, { session: rest, at: url.searchParams.get('at') }),
+      '/sessions/special/*': ({ rest }) => ({ status: 200, contentType: 'text/plain', body: `special ${rest}`, headers: { 'X-Route': 'special' } }),
+    });
+    try {
+      expect(await (await fetch(`${server.url}/sessions?q=a%20b`)).json()).toEqual({ list: 'a b' });
+      expect(await (await fetch(`${server.url}/sessions/a%2Fb%3C?at=3`)).json()).toEqual({ session: 'a/b<', at: '3' });
+      const special = await fetch(`${server.url}/sessions/special/x`);
+      expect([await special.text(), special.headers.get('x-route')]).toEqual(['special x', 'special']);
+      // A malformed escape matches no prefix: not found, not a server error.
+      expect((await fetch(`${server.url}/sessions/%E0%A4%A`)).status).toBe(404);
+      expect((await fetch(`${server.url}/sessionsX`)).status).toBe(404);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('fails to start on a port in use', async () => {
     const first = await startObservabilityServer('127.0.0.1', 0, {});
     try {

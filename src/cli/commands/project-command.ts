@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { openDatabase } from '../../db/open-database.js';
 import type { DB } from '../../db/schema.js';
 import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
 import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
@@ -9,13 +10,13 @@ import type { Projection } from '../../projector/projection.js';
 import { DEFAULT_BATCH_SIZE, defaultOwner, Projector } from '../../projector/projector.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
+import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, parseMetricsPort } from '../server-address.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
 import { CatchUpProgress } from '../catch-up-progress.js';
 import { aboveProgress } from '../progress-line.js';
 
-/** The default port of `/metrics`, `/healthz` and `/readyz` (the OpenTelemetry Prometheus exporter's). */
-export const DEFAULT_METRICS_PORT = 9464;
+export { DEFAULT_METRICS_PORT } from '../server-address.js';
 
 /** A setting of the daemon: a flag, or else an environment variable, or else a default. */
 interface Setting<T> {
@@ -73,7 +74,7 @@ const SETTINGS = {
     env: 'OS_AUDIT_METRICS_HOST',
     description: 'address the metrics server listens on (0.0.0.0: every interface, e.g. in a container)',
     parse: (text) => text,
-    defaultValue: '127.0.0.1',
+    defaultValue: DEFAULT_METRICS_HOST,
   }),
   logLevel: setting<LogLevel>({
     flags: '--log-level <level>',
@@ -253,7 +254,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
   });
   try {
     if (settings.metricsPort !== 'off') {
-      monitor = await serveMonitor(db, projections, owner, settings, settings.metricsPort, ownerLog);
+      monitor = await serveMonitor(db, url, projections, owner, settings, settings.metricsPort, ownerLog);
       signal.addEventListener('abort', () => monitor?.stopping(), { once: true });
     }
     if (flags.once) {
@@ -284,9 +285,10 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
   }
 }
 
-/** Starts the metrics and health server; a port in use is the user's to fix. */
+/** Starts the web console, metrics and health server (the console on a pool of its own); a port in use is the user's to fix. */
 async function serveMonitor(
   db: Kysely<DB>,
+  url: string,
   projections: readonly Projection[],
   owner: string,
   settings: ProjectSettings,
@@ -294,8 +296,11 @@ async function serveMonitor(
   log: Logger,
 ): Promise<ProjectorMonitor> {
   const host = settings.metricsHost;
-  // Loaded only here: a daemon without metrics (project --once) starts without prom-client.
+  // Loaded only here: a daemon without metrics (project --once) starts without prom-client or the console.
   const { startProjectorMonitor } = await import('../../observability/projector-monitor.js');
+  const { CONSOLE_CONNECTIONS, createConsoleRoutes } = await import('../../console/console-routes.js');
+  // The console reads on connections of its own: a page never waits for a batch, nor holds up a lease renewal.
+  const consoleDb = openDatabase({ connectionString: url, applicationName: 'os-audit-console', maxConnections: CONSOLE_CONNECTIONS });
   try {
     const monitor = await startProjectorMonitor({
       db,
@@ -306,28 +311,20 @@ async function serveMonitor(
       leaseTtlMs: settings.leaseTtl,
       pollIntervalMs: settings.pollInterval,
       log,
+      routes: createConsoleRoutes({ db: consoleDb, projections }),
     });
-    log.info({ event: 'listening', url: monitor.url }, `serving /metrics, /healthz and /readyz on ${monitor.url}`);
-    return monitor;
+    log.info({ event: 'listening', url: monitor.url }, `serving the web console on ${monitor.url}/ and /metrics, /healthz and /readyz`);
+    return {
+      ...monitor,
+      close: async () => {
+        await monitor.close();
+        await consoleDb.destroy();
+      },
+    };
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES' && code !== 'ENOTFOUND') throw error;
-    throw new CliError(
-      `cannot serve metrics on ${host}:${port}: ${(error as Error).message} ` +
-        `(set --metrics-port or ${SETTINGS.metricsPort.env} to another port, 0 for any free one, off for none; ` +
-        `or --metrics-host or ${SETTINGS.metricsHost.env} to another address)`,
-    );
+    await consoleDb.destroy();
+    throw listenError(error, { host, port, what: 'metrics', hint: ', off for none' });
   }
-}
-
-/** `off`, or a TCP port (0: any free one). */
-function parseMetricsPort(text: string): number | 'off' {
-  if (text === 'off') return 'off';
-  const port = Number(text);
-  if (text.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new InvalidArgumentError('expected a port from 0 to 65535, or off');
-  }
-  return port;
 }
 
 function oneOf<const T extends readonly string[]>(choices: T): (text: string) => T[number] {
