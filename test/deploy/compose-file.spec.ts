@@ -122,7 +122,7 @@ describe('Grafana provisioning', () => {
     expect(prometheus.url).toBe(`http://prometheus:${port}`);
     expect(prometheus.uid).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
     const { config } = mountedPrometheusConfig(service('prometheus'));
-    expect(prometheus.jsonData.timeInterval).toBe((config as { global?: { scrape_interval?: string } }).global?.scrape_interval);
+    expect(prometheus.jsonData.timeInterval).toBe(config.global?.scrape_interval);
   });
 
   it('loads the dashboards from the folder that holds the dashboard file', () => {

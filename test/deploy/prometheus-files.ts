@@ -22,6 +22,7 @@ export interface AlertRule {
 
 /** The parts of a Prometheus configuration the tests read. */
 export interface PrometheusConfig {
+  global?: { scrape_interval?: string; evaluation_interval?: string };
   rule_files?: string[];
   scrape_configs?: { job_name: string; static_configs?: { targets: string[] }[] }[];
 }
