@@ -35,6 +35,12 @@ function metricFamilies(registers: Registry[]) {
       buckets: BATCH_DURATION_BUCKETS,
       registers,
     }),
+    batchFailures: new Counter({
+      name: 'os_audit_batch_failures_total',
+      help: 'Times a batch of this daemon (or its taking of the lease) failed with an error and was retried after a delay: a lost connection, a failing fold, another version of the projection.',
+      labelNames,
+      registers,
+    }),
     poisonEvents: new Counter({
       name: 'os_audit_poison_events_total',
       help: 'Events the projection cannot read that this daemon set aside in projection_errors (--skip-invalid) since it started.',
@@ -131,7 +137,7 @@ export class ProjectorMetrics {
       f.info.set({ owner: labels.owner, projection: name }, 1);
       f.batchDuration.zero(projection);
       // Every sample from the start, so that rate() and alerts see the zeros.
-      for (const counter of [f.eventsProjected, f.batches, f.poisonEvents, f.stoppedSessions, f.connectionLosses]) counter.inc(projection, 0);
+      for (const counter of [f.eventsProjected, f.batches, f.batchFailures, f.poisonEvents, f.stoppedSessions, f.connectionLosses]) counter.inc(projection, 0);
       f.leader.set(projection, 0);
       f.databaseUp.set(projection, 1);
       f.notificationsHeard.set(projection, 0);
@@ -154,6 +160,10 @@ export class ProjectorMetrics {
         return;
       case 'standby':
         f.leader.set(labels, 0);
+        return;
+      case 'retry':
+        // A delay of 0 is the append listener reconnecting, not a batch: polling carries on meanwhile.
+        if (event.delayMs > 0) f.batchFailures.inc(labels);
         return;
       case 'sessions_stopped':
         f.stoppedSessions.inc(labels, event.count);

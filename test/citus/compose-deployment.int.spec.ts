@@ -11,7 +11,7 @@ import type { DB } from '../../src/db/schema.js';
 import { importLogs } from '../../src/import/import-logs.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { panelQueries, readDashboard } from '../deploy/dashboard-panels.js';
-import { commandLine, type ComposeService, hostPathOf, provisionedDatasources, readComposeFile } from '../deploy/deploy-files.js';
+import { commandLine, type ComposeService, hostPathOf, postgresDatasource, readComposeFile } from '../deploy/deploy-files.js';
 import { expandGrafanaMacros } from '../deploy/grafana-macros.js';
 import { connectionUrlAs, dropLoginUser } from '../deploy/login-user.js';
 import { POSTGRES_BIN } from '../support/citus-cluster.js';
@@ -54,7 +54,7 @@ describe.runIf(citusTestsRun)('docker-compose.citus.yml on a Citus cluster (its 
   const composeDatabase = service('coordinator').environment!.POSTGRES_DB!;
   const daemonUrl = new URL(service('projector').environment!.DATABASE_URL!);
   const daemon = { user: decodeURIComponent(daemonUrl.username), password: decodeURIComponent(daemonUrl.password) };
-  const datasource = provisionedDatasources(service('grafana'))[0]!;
+  const datasource = postgresDatasource(service('grafana'));
   const grafana = { user: datasource.user, password: datasource.secureJsonData.password };
   /** The login users this file created (not there before): dropped after it. */
   const ours: string[] = [];

@@ -8,12 +8,13 @@ import {
   hostPathOf,
   missingReferences,
   networkAliases,
-  provisionedDatasources,
+  postgresDatasource,
   publishedHostPorts,
   readComposeFile,
   REPO_ROOT,
 } from './deploy-files.js';
 import { healthCheckOutcomes } from './health-check.js';
+import { mountedPrometheusConfig, RULES_FILE } from './prometheus-files.js';
 
 const CITUS_FILE = 'docker-compose.citus.yml';
 const citus = readComposeFile(CITUS_FILE);
@@ -34,12 +35,12 @@ const nodeEnv = () => service('coordinator').environment ?? {};
 
 /** `name:tag` of an image, without a digest. */
 function imageTag(image: string | undefined): string | undefined {
-  return image?.match(/^[^@]+:([^:/@]+)$/)?.[1];
+  return image?.match(/^[^@]+:v?([^:/@]+)$/)?.[1];
 }
 
 describe(CITUS_FILE, () => {
-  it('has a coordinator, two workers, their registration, the migration, the projector daemon and Grafana', () => {
-    expect(Object.keys(citus.services).sort()).toEqual(['add-workers', 'coordinator', 'grafana', 'migrate', 'projector', 'worker-1', 'worker-2']);
+  it('has a coordinator, two workers, their registration, the migration, the projector daemon, Prometheus and Grafana', () => {
+    expect(Object.keys(citus.services).sort()).toEqual(['add-workers', 'coordinator', 'grafana', 'migrate', 'projector', 'prometheus', 'worker-1', 'worker-2']);
   });
 
   it('refers only to files and folders of the repository, and to declared volumes', () => {
@@ -169,11 +170,26 @@ describe(CITUS_FILE, () => {
   });
 
   it("lets Grafana's data source reach the coordinator by the host name it has in docker-compose.yml", () => {
-    const [datasource] = provisionedDatasources(service('grafana'));
-    const host = datasource!.url.split(':')[0]!;
+    const datasource = postgresDatasource(service('grafana'));
+    const host = datasource.url.split(':')[0]!;
     expect(single.services[host]).toBeDefined();
     expect(networkAliases(service('coordinator'))).toContain(host);
-    expect(datasource!.url).toBe(`${host}:5432`);
-    expect(datasource!.jsonData.database).toBe(nodeEnv().POSTGRES_DB);
+    expect(datasource.url).toBe(`${host}:5432`);
+    expect(datasource.jsonData.database).toBe(nodeEnv().POSTGRES_DB);
+  });
+
+  it("runs docker-compose.yml's Prometheus, with the same alerts, scraping this file's projector, on a port of its own", () => {
+    const ours = service('prometheus');
+    const theirs = serviceOf(single, 'prometheus');
+    expect([ours.image, ours.restart, ours.depends_on]).toEqual([theirs.image, theirs.restart, theirs.depends_on]);
+    expect(ours.ports).toEqual(['127.0.0.1:9091:9090']);
+    const config = mountedPrometheusConfig(ours);
+    expect(config.file).toBe(path.join(REPO_ROOT, 'deploy/prometheus/prometheus.citus.yml'));
+    expect(config.ruleFiles).toEqual([RULES_FILE]);
+    expect(config.targets).toEqual([`projector:${service('projector').environment?.OS_AUDIT_METRICS_PORT}`]);
+    // The rest as docker-compose.yml's: Grafana's Prometheus data source is the same file.
+    const { config: singleConfig } = mountedPrometheusConfig(theirs);
+    expect({ ...config.config, scrape_configs: undefined }).toEqual({ ...singleConfig, scrape_configs: undefined });
+    expect(bindMounts(ours).map((mount) => mount.target)).toEqual(bindMounts(theirs).map((mount) => mount.target));
   });
 });

@@ -1,18 +1,20 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { allPanels, DASHBOARD_FILE, panelQueries, readDashboard } from './dashboard-panels.js';
+import { allPanels, DASHBOARD_FILE, panelPromQueries, panelQueries, PROMETHEUS_DATASOURCE_TYPE, readDashboard } from './dashboard-panels.js';
 import {
   type ComposeService,
   dashboardProviders,
   hostPathOf,
   missingReferences,
+  postgresDatasource,
   provisionedDatasources,
   readComposeFile,
   REPO_ROOT,
 } from './deploy-files.js';
 import { execForm, instructionsOf, isIgnored, parseCopy, readDockerfile, readDockerignore, workdirOf } from './dockerfile.js';
 import { healthCheckOutcomes } from './health-check.js';
+import { mountedPrometheusConfig, RULES_FILE } from './prometheus-files.js';
 
 const compose = readComposeFile();
 const service = (name: string): ComposeService => {
@@ -23,8 +25,8 @@ const service = (name: string): ComposeService => {
 const postgresEnv = () => service('postgres').environment ?? {};
 
 describe('docker-compose.yml', () => {
-  it('has the database, the migration, the projector daemon and Grafana', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['grafana', 'migrate', 'postgres', 'projector']);
+  it('has the database, the migration, the projector daemon, Prometheus and Grafana', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['grafana', 'migrate', 'postgres', 'projector', 'prometheus']);
   });
 
   it('refers only to files and folders of the repository, and to declared volumes', () => {
@@ -77,6 +79,22 @@ describe('docker-compose.yml', () => {
     expect(await healthCheckOutcomes(projector.healthcheck!.test, projector.environment!.OS_AUDIT_METRICS_PORT!)).toEqual([0, 1, 1]);
   });
 
+  it("runs Prometheus on 127.0.0.1:9090 with the shipped alerts, scraping the projector's metrics port", () => {
+    const prometheus = service('prometheus');
+    expect(prometheus.image).toMatch(/^prom\/prometheus:v\d+\.\d+\.\d+$/);
+    expect(prometheus.ports).toEqual(['127.0.0.1:9090:9090']);
+    // Independent of the projector: with it down, the alert on no daemon fires.
+    expect(prometheus.depends_on).toBeUndefined();
+    expect(prometheus.restart).toBe('unless-stopped');
+    const fileMounts = (prometheus.volumes ?? []).filter((volume): volume is string => typeof volume === 'string' && volume.startsWith('./'));
+    expect(fileMounts).toHaveLength(2);
+    for (const mount of fileMounts) expect(mount).toMatch(/:ro$/);
+    const { file, ruleFiles, targets } = mountedPrometheusConfig(prometheus);
+    expect(file).toBe(path.join(REPO_ROOT, 'deploy/prometheus/prometheus.yml'));
+    expect(ruleFiles).toEqual([RULES_FILE]);
+    expect(targets).toEqual([`projector:${service('projector').environment?.OS_AUDIT_METRICS_PORT}`]);
+  });
+
   it('serves Grafana on 127.0.0.1:3000 once the schema is there', () => {
     const grafana = service('grafana');
     expect(grafana.image).toMatch(/^grafana\/grafana:\d/);
@@ -89,13 +107,22 @@ describe('Grafana provisioning', () => {
   const grafana = service('grafana');
 
   it('has one PostgreSQL data source: the compose database, read as a user that is not the superuser', () => {
+    const datasource = postgresDatasource(grafana);
+    expect(datasource).toMatchObject({ url: 'postgres:5432', jsonData: { database: postgresEnv().POSTGRES_DB } });
+    expect(datasource.uid).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+    expect(datasource.user).not.toBe(postgresEnv().POSTGRES_USER);
+    expect(datasource.secureJsonData.password).toBeTruthy();
+  });
+
+  it("and one Prometheus data source: the compose Prometheus, its scrape interval Grafana's smallest step", () => {
     const datasources = provisionedDatasources(grafana);
-    expect(datasources).toHaveLength(1);
-    const [datasource] = datasources;
-    expect(datasource).toMatchObject({ type: 'grafana-postgresql-datasource', url: 'postgres:5432', jsonData: { database: postgresEnv().POSTGRES_DB } });
-    expect(datasource!.uid).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
-    expect(datasource!.user).not.toBe(postgresEnv().POSTGRES_USER);
-    expect(datasource!.secureJsonData.password).toBeTruthy();
+    expect(datasources.map((datasource) => datasource.type).sort()).toEqual([postgresDatasource(grafana).type, PROMETHEUS_DATASOURCE_TYPE]);
+    const prometheus = datasources.find((datasource) => datasource.type === PROMETHEUS_DATASOURCE_TYPE)!;
+    const port = service('prometheus').ports![0]!.split(':').at(-1);
+    expect(prometheus.url).toBe(`http://prometheus:${port}`);
+    expect(prometheus.uid).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+    const { config } = mountedPrometheusConfig(service('prometheus'));
+    expect(prometheus.jsonData.timeInterval).toBe(config.global?.scrape_interval);
   });
 
   it('loads the dashboards from the folder that holds the dashboard file', () => {
@@ -106,8 +133,9 @@ describe('Grafana provisioning', () => {
     expect(hostPathOf(grafana, grafana.environment?.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH ?? '')).toBe(DASHBOARD_FILE);
   });
 
-  it('has a dashboard whose every panel and query uses the provisioned data source', () => {
-    const [datasource] = provisionedDatasources(grafana);
+  it('has a dashboard whose every panel and query uses a provisioned data source: SQL the PostgreSQL one, PromQL the Prometheus one', () => {
+    const datasource = postgresDatasource(grafana);
+    const prometheus = provisionedDatasources(grafana).find((source) => source.type === PROMETHEUS_DATASOURCE_TYPE)!;
     const dashboard = readDashboard();
     expect(dashboard.uid).toBe('os-audit');
     expect(dashboard.templating?.list ?? []).toEqual([]);
@@ -116,9 +144,18 @@ describe('Grafana provisioning', () => {
     const queries = panelQueries(dashboard);
     expect(new Set(queries.map((query) => query.format))).toEqual(new Set(['table', 'time_series']));
     for (const { panel, target } of queries) {
-      expect(panel.datasource, panel.title).toEqual({ type: datasource!.type, uid: datasource!.uid });
-      expect(target.datasource, panel.title).toEqual({ type: datasource!.type, uid: datasource!.uid });
+      expect(panel.datasource, panel.title).toEqual({ type: datasource.type, uid: datasource.uid });
+      expect(target.datasource, panel.title).toEqual({ type: datasource.type, uid: datasource.uid });
     }
+    const promQueries = panelPromQueries(dashboard);
+    expect(promQueries.length).toBeGreaterThan(0);
+    for (const { panel, target } of promQueries) {
+      expect(panel.datasource, panel.title).toEqual({ type: prometheus.type, uid: prometheus.uid });
+      expect(target.datasource, panel.title).toEqual({ type: prometheus.type, uid: prometheus.uid });
+    }
+    // Every panel but the rows has queries, of one kind or the other.
+    const titles = [...queries, ...promQueries].map(({ panel }) => panel.title);
+    for (const panel of panels) if (panel.type !== 'row') expect(titles, panel.title).toContain(panel.title);
   });
 });
 

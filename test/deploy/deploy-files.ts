@@ -119,16 +119,25 @@ export function hostPathOf(service: ComposeService, containerPath: string): stri
   return mount && path.join(mount.source, containerPath.slice(mount.target.length));
 }
 
-/** A Grafana data source as provisioned. */
+/** A Grafana data source as provisioned (PostgreSQL's with a database, a user and a password). */
 export interface ProvisionedDatasource {
   name: string;
   uid: string;
   type: string;
   url: string;
+  user?: string;
+  jsonData: { database?: string; sslmode?: string; timeInterval?: string };
+  secureJsonData?: { password: string };
+}
+
+/** Grafana's PostgreSQL data source, as provisioned: the dashboard's SQL panels read through it. */
+export interface PostgresDatasource extends ProvisionedDatasource {
   user: string;
   jsonData: { database: string; sslmode?: string };
   secureJsonData: { password: string };
 }
+
+export const POSTGRES_DATASOURCE_TYPE = 'grafana-postgresql-datasource';
 
 export interface DashboardProvider {
   name: string;
@@ -140,6 +149,13 @@ export interface DashboardProvider {
 /** The data sources provisioned in Grafana's container (every YAML file of the folder). */
 export function provisionedDatasources(grafana: ComposeService): ProvisionedDatasource[] {
   return provisioningFiles(grafana, 'datasources').flatMap((file) => parse(readFileSync(file, 'utf8')).datasources as ProvisionedDatasource[]);
+}
+
+/** The one PostgreSQL data source provisioned in Grafana's container (the others are Prometheus). */
+export function postgresDatasource(grafana: ComposeService): PostgresDatasource {
+  const found = provisionedDatasources(grafana).filter((datasource) => datasource.type === POSTGRES_DATASOURCE_TYPE);
+  if (found.length !== 1) throw new Error(`expected one ${POSTGRES_DATASOURCE_TYPE} data source, found ${found.length}`);
+  return found[0] as PostgresDatasource;
 }
 
 export function dashboardProviders(grafana: ComposeService): DashboardProvider[] {

@@ -10,7 +10,7 @@ import { exampleEvent } from '../support/example-events.js';
 import { osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
 import { withClient } from '../support/scratch-database.js';
 import { useTestDatabase } from '../support/test-database.js';
-import { hostPathOf, provisionedDatasources, readComposeFile } from './deploy-files.js';
+import { hostPathOf, postgresDatasource, readComposeFile } from './deploy-files.js';
 import { connectionUrlAs, dropLoginUser } from './login-user.js';
 
 const testDb = useTestDatabase();
@@ -77,7 +77,7 @@ describe('the PostgreSQL init scripts of the compose deployment', () => {
 
   it('let the projector run as the compose projector user, and Grafana read as its data source user', async () => {
     const daemonUrl = new URL(compose.services.projector!.environment!.DATABASE_URL!);
-    const datasource = provisionedDatasources(compose.services.grafana!)[0]!;
+    const datasource = postgresDatasource(compose.services.grafana!);
     const daemon = { user: decodeURIComponent(daemonUrl.username), password: decodeURIComponent(daemonUrl.password) };
     // Left in place when they were there before (a server the compose file started, say).
     const ours = [];

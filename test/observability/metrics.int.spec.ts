@@ -24,6 +24,7 @@ const projection = { projection: 'os_snapshot' };
 const EVERY_METRIC = [
   'os_audit_events_projected_total',
   'os_audit_batches_total',
+  'os_audit_batch_failures_total',
   'os_audit_batch_duration_seconds_bucket',
   'os_audit_batch_duration_seconds_sum',
   'os_audit_batch_duration_seconds_count',

@@ -35,7 +35,7 @@ function status(events: number, seconds: number, skippedEvents: number, blockedS
 describe('ProjectorMetrics', () => {
   it('shows its counts at 0 from the start, the lag only once read, in a registry of its own', async () => {
     const text = await new ProjectorMetrics({ projections: ['os_snapshot'], owner: 'host:1:abc' }).render();
-    for (const name of ['os_audit_events_projected_total', 'os_audit_batches_total', 'os_audit_poison_events_total', 'os_audit_sessions_stopped_total', 'os_audit_leader']) {
+    for (const name of ['os_audit_events_projected_total', 'os_audit_batches_total', 'os_audit_batch_failures_total', 'os_audit_poison_events_total', 'os_audit_sessions_stopped_total', 'os_audit_leader']) {
       expect(sampleValue(text, name, projection)).toBe(0);
     }
     const names = new Set(parseSamples(text).map((sample) => sample.name));
@@ -82,6 +82,18 @@ describe('ProjectorMetrics', () => {
     expect(await value('os_audit_blocked_sessions')).toBe(7);
     metrics.recordStatus(status(0, 0, 3));
     expect([await value('os_audit_lag_events'), await value('os_audit_lag_seconds')]).toEqual([0, 0]);
+  });
+
+  it('counts failed batches, retried after a delay, but not the append listener reconnecting', async () => {
+    const metrics = new ProjectorMetrics({ projections: ['os_snapshot'], owner: 'o' });
+    const failures = async () => sampleValue(await metrics.render(), 'os_audit_batch_failures_total', projection);
+    metrics.record('os_snapshot', { type: 'retry', error: new Error('relation "os_sessions" does not exist'), delayMs: 500 });
+    metrics.record('os_snapshot', { type: 'retry', error: new Error('Connection terminated unexpectedly'), delayMs: 1000 });
+    expect(await failures()).toBe(2);
+    metrics.record('os_snapshot', { type: 'retry', error: new Error('listener: connection lost'), delayMs: 0 });
+    metrics.record('os_snapshot', batch(3, 1));
+    expect(await failures()).toBe(2);
+    expect(await metrics.render()).toMatch(/^# TYPE os_audit_batch_failures_total counter$/m);
   });
 
   it("keeps each projection's series apart in one daemon's registry", async () => {

@@ -1,23 +1,14 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../../src/db/local-postgres.js';
 import { databaseUrl as databaseUrlOf } from './scratch-database.js';
+import { findCommand } from './system-command.js';
 
-/** Where Debian's package puts it (outside a non-root PATH), else found on PATH. */
-function findPgBouncer(): string | undefined {
-  if (existsSync('/usr/sbin/pgbouncer')) return '/usr/sbin/pgbouncer';
-  try {
-    return execFileSync('sh', ['-c', 'command -v pgbouncer'], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const binary = findPgBouncer();
+const binary = findCommand('pgbouncer');
 const inCi = process.env.CI === 'true';
 
 /**
