@@ -1,5 +1,4 @@
-import { migrateToLatest } from '../db/migrate.js';
-import { type LocalPostgres, startLocalPostgres } from '../db/local-postgres.js';
+import type { LocalPostgres } from '../db/local-postgres.js';
 import { type CliIo, withDatabase, write } from './cli-context.js';
 
 /** Where the embedded PostgreSQL keeps its files when neither `--data-dir` nor the environment says. */
@@ -31,6 +30,8 @@ export function embeddedDataDir(options: { dataDir?: string }, env: NodeJS.Proce
  * ```
  */
 export async function openEmbeddedDatabase(io: CliIo, dataDir: string, user: string): Promise<LocalPostgres> {
+  // Loaded only when a command has no database URL: the server's code and the migrations are large.
+  const [{ startLocalPostgres }, { migrateToLatest }] = await Promise.all([import('../db/local-postgres.js'), import('../db/migrate.js')]);
   const server = await startLocalPostgres({ dataDir, user, onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
   try {
     await withDatabase(server.url, migrateToLatest, { connections: 1 });

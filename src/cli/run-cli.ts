@@ -19,7 +19,7 @@ import { DEFAULT_DATA_DIR, embeddedDataDir, openEmbeddedDatabase } from './embed
 
 const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
 
-/** `package.json` from the sources (`src/cli/`) and from the build (`dist/src/cli/`). */
+/** `package.json` from the sources (`src/cli/`), the build (`dist/src/cli/`) and the bundle (`dist/cli/`). */
 function packageJsonPath(): string {
   return import.meta.url.includes('/dist/src/') ? '../../../package.json' : '../../package.json';
 }

@@ -2,11 +2,10 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.js';
-import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/log-settings.js';
 import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
-import { ProjectorLog } from '../../observability/projector-log.js';
 import type { Projection } from '../../projector/projection.js';
-import { DEFAULT_BATCH_SIZE, defaultOwner, Projector } from '../../projector/projector.js';
+import { DEFAULT_BATCH_SIZE } from '../../projector/default-batch-size.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
@@ -160,6 +159,7 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const settings = resolveProjectSettings(flags, io.env);
       const projections = chooseProjections(await commandProjections(command, io), flags.projection);
+      const { createLogger } = await import('../../observability/create-logger.js');
       const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: io.stderr });
       const stop = new AbortController();
       const onSignal = (signal: NodeJS.Signals) => {
@@ -191,6 +191,7 @@ interface ProjectRun {
 
 /** Runs the daemon (or `--once`): a projector per projection, with its logs and, unless off, the metrics and health server. */
 async function project(db: Kysely<DB>, { url, projections, flags, settings, log, io, signal }: ProjectRun): Promise<void> {
+  const [{ ProjectorLog }, { defaultOwner, Projector }] = await Promise.all([import('../../observability/projector-log.js'), import('../../projector/projector.js')]);
   let monitor: ProjectorMonitor | undefined;
   const owner = flags.owner ?? defaultOwner();
   const ownerLog = log.child({ owner });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { type ProjectionStatus, readProjectionStatus } from '../../projector/projection-status.js';
+import type { ProjectionStatus } from '../../projector/projection-status.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 
@@ -11,6 +11,7 @@ export function registerStatusCommand(program: Command, io: CliIo): void {
     .option('--json', 'print the statuses as a JSON array, one per projection')
     .action(async (options: { json?: boolean; projection?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const { readProjectionStatus } = await import('../../projector/projection-status.js');
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
       const statuses = await withDatabase(
         url,
