@@ -55,7 +55,8 @@ const patchDependencies: Plugin = {
 await rm(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: repoRoot,
-  entryPoints: { 'os-audit': 'src/cli/main.ts' },
+  // The embedded server's watchdog is a process of its own, started from the chunk of local-postgres.ts.
+  entryPoints: { 'os-audit': 'src/cli/main.ts', 'idle-watchdog': 'src/db/idle-watchdog-main.ts' },
   outdir,
   bundle: true,
   splitting: true,

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { LocalPostgresStatus } from '../../db/local-postgres.js';
+import { IDLE_SECONDS_ENV } from '../../db/server-idle.js';
 import type { ServerUser } from '../../db/server-users.js';
 import { type CliIo, CliError, write } from '../cli-context.js';
 import { embeddedDataDir, openEmbeddedDatabase } from '../embedded-database.js';
@@ -56,8 +57,9 @@ function describeStatus(status: LocalPostgresStatus): string {
   const lines = [`embedded PostgreSQL in ${status.dataDir}: ${status.running ? 'running' : status.created ? 'not running' : 'not created yet'}`];
   if (status.url) lines.push(`  url:    ${status.url} (password in ${status.passwordFile})`);
   const users = status.users.map(describeUser);
-  if (status.running && users.length === 0) users.push('none: left running by a command that ended without stopping it; the next command stops it when done, or `os-audit db stop`');
+  if (status.running && users.length === 0 && !status.idle) users.push('none: left running by a command that ended without stopping it; the next command stops it when done, or `os-audit db stop`');
   users.forEach((user, i) => lines.push(`  ${i === 0 ? 'users: ' : '       '} ${user}`));
+  if (status.idle) lines.push(`  idle:   since ${status.idle.since}; stops at ${status.idle.stopsAt} unless a command uses it (${IDLE_SECONDS_ENV}; \`os-audit db stop\` stops it now)`);
   if (status.staleUsers > 0) lines.push(`  stale:  ${status.staleUsers === 1 ? '1 user whose process' : `${status.staleUsers} users whose processes`} ended (the next command removes them)`);
   return `${lines.join('\n')}\n`;
 }
