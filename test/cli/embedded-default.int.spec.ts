@@ -65,9 +65,7 @@ describe('the embedded default', () => {
 
   it('`os-audit up --import samples` (npm start) imports, says where to look, projects, and stops cleanly on Ctrl-C', async () => {
     const dataDir = path.join(tempDir(), 'data');
-    const env: NodeJS.ProcessEnv = { ...process.env, OS_AUDIT_DATA_DIR: dataDir };
-    delete env.DATABASE_URL;
-    const up = startUp(env);
+    const up = startUp(embeddedEnv(dataDir));
     try {
       await pollUntil('the banner of `up`', async () => up.stdout().includes('Stop with Ctrl-C'), { timeoutMs: 90_000, explain: up.output });
       expect(up.stdout()).toMatch(/imported \d+ new events/);
