@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { ImportProgress, ImportReport } from '../../import/import-logs.js';
 import type { JournalCounts } from '../../import/import-kernel-journal.js';
-import { DEFAULT_CHUNK_SIZE } from '../../import/log-writer.js';
+import { DEFAULT_CHUNK_SIZE } from '../../import/default-chunk-size.js';
 import { MAX_JSON_DEPTH } from '../../json/parse-json.js';
 import type { Limits } from '../../store/limits.js';
 import { resolveLimits, withLimitOptions } from '../limit-options.js';
