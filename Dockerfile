@@ -26,5 +26,5 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 USER node
-ENTRYPOINT ["node", "dist/cli/os-audit.js"]
+ENTRYPOINT ["node", "dist/cli/os-audit.cjs"]
 CMD ["project"]

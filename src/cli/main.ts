@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { runCli } from './run-cli.js';
 
-process.exitCode = await runCli(process.argv.slice(2), {
+// No top-level await: the bundle of the CLI is a CommonJS script (see scripts/bundle-cli.ts).
+void runCli(process.argv.slice(2), {
   // A getter: opening standard input costs a few milliseconds, and only `append` reads it.
   get stdin() {
     return process.stdin;
@@ -9,4 +10,6 @@ process.exitCode = await runCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,
+}).then((code) => {
+  process.exitCode = code;
 });

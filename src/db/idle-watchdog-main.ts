@@ -11,4 +11,8 @@ if (dataDir === undefined || !/^\d+$/.test(idleMs ?? '')) {
   process.stderr.write('usage: idle-watchdog-main DATA_DIR IDLE_MS\n');
   process.exit(2);
 }
-await watchIdleLocalPostgres(dataDir, Number(idleMs));
+// No top-level await: bundled, this is a CommonJS script (see scripts/bundle-cli.ts).
+void watchIdleLocalPostgres(dataDir, Number(idleMs)).catch((error: unknown) => {
+  process.stderr.write(`idle watchdog of ${dataDir}: ${String(error)}\n`);
+  process.exitCode = 1;
+});

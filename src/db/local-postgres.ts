@@ -312,12 +312,12 @@ async function ensureWatchdog(server: LocalServer, idleMs: number): Promise<void
 
 /**
  * How to run the watchdog's entry from here: from the sources (tsx), tsc's build, or the
- * bundled CLI, which has it as an entry of its own beside `os-audit.js` (this code is in a chunk).
+ * bundled CLI, which has it as a script of its own beside this one (dist/cli/).
  */
 function watchdogCommand(): { args: string[]; cwd: string } {
   const here = import.meta.url;
   if (here.endsWith('.ts')) return { args: ['--import', 'tsx', fileURLToPath(new URL('./idle-watchdog-main.ts', here))], cwd: fileURLToPath(new URL('../..', here)) };
-  const entry = here.includes('/dist/cli/') ? new URL('../idle-watchdog.js', here) : new URL('./idle-watchdog-main.js', here);
+  const entry = here.includes('/dist/cli/') ? new URL('./idle-watchdog.cjs', here) : new URL('./idle-watchdog-main.js', here);
   return { args: [fileURLToPath(entry)], cwd: path.dirname(fileURLToPath(entry)) };
 }
 
