@@ -14,6 +14,8 @@ export interface CommandTimes {
 /** What `npm run bench -- --only cli-latency` measures. */
 export interface CliLatencyFigures {
   session: string;
+  /** The bin, relative to the repository. */
+  bin: string;
   /** `os-audit snapshot S` through the package's bin, against a server with the snapshot present. */
   snapshot: CommandTimes;
   /** `node -e ''`: Node's own start and exit. */
@@ -73,6 +75,7 @@ export async function measureCliLatency(
   const roundTrips = await queryRoundTrips(options.url, options.session, options.runs * 10);
   const figures = {
     session: options.session,
+    bin,
     snapshot: summarize(`os-audit snapshot ${options.session}`, snapshotTimes!),
     node: summarize("node -e ''", nodeTimes!),
     queryRoundTrip: { queries: roundTrips.length, medianMs: median(roundTrips), p90Ms: percentile(roundTrips, 90) },

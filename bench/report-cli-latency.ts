@@ -55,9 +55,9 @@ export function cliLatencyMarkdown(f: CliLatencyFigures, table: string, taken: {
     table,
     '',
     `How: a new migrated database holds one session (\`samples/${f.session}.jsonl\`, imported and projected with the CLI). ` +
-      `Then, interleaved and after 5 warm-up runs each, ${f.snapshot.runs} runs of each of \`node -e ''\`, \`node dist/cli/os-audit.js snapshot ${f.session}\` ` +
+      `Then, interleaved and after 5 warm-up runs each, ${f.snapshot.runs} runs of each of \`node -e ''\`, \`node ${f.bin} snapshot ${f.session}\` ` +
       "(the package's bin, as `npm link`, a global install or `node_modules/.bin` on PATH run it; `DATABASE_URL` set, so no embedded server) " +
-      `and \`node dist/cli/os-audit.js --version\`, each a real process timed from spawn to exit; then ${f.npxSnapshot.runs} runs of \`npx os-audit snapshot\`. ` +
+      `and \`node ${f.bin} --version\`, each a real process timed from spawn to exit (the bin's code cache written by the warm-up runs, as by a user's first commands); then ${f.npxSnapshot.runs} runs of \`npx os-audit snapshot\`. ` +
       `The round trip: the query \`os-audit snapshot\` sends for a stored snapshot, from Node with pg on a connection already open, ${f.queryRoundTrip.queries} times after 100 warm-up queries. ` +
       `The target: the snapshot's median within ${CLI_LATENCY_TARGET}× the median of \`node -e ''\` plus the median round trip.`,
     '',

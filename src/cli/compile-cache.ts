@@ -2,6 +2,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire, wrap } from 'node:module';
 import path from 'node:path';
 import { Script } from 'node:vm';
+import { DYNAMIC_IMPORT_HOOK } from '../runtime/dynamic-import.js';
 
 /** What a bundle's code cache holds: V8's compiled code, and the commands it was made after. */
 interface CacheFiles {
@@ -28,12 +29,17 @@ export function runWithCompileCache(bundle: string, command: string): void {
   const cachedCommands = cachedData === undefined ? [] : readCommands(files.commands);
   // The bundle keeps main.ts's #! line, which only an entry file may have: blanked, lines unmoved.
   const source = readFileSync(bundle, 'utf8').replace(/^#!.*/, '');
-  const script = new Script(wrap(source), { filename: bundle, ...(cachedData ? { cachedData } : {}) });
+  const script = new Script(wrap(source), {
+    filename: bundle,
+    ...(cachedData ? { cachedData } : {}),
+  });
   const stale = cachedData === undefined || script.cachedDataRejected === true;
   if (stale || !cachedCommands.includes(command)) {
     // At exit, so that the cache holds every function this command compiled.
     process.once('exit', () => writeCache(script, files, stale ? [command] : [...cachedCommands, command]));
   }
+  // The script's own import() is lost with the cache in Node 20: it imports through ours.
+  (globalThis as Record<symbol, unknown>)[DYNAMIC_IMPORT_HOOK] = (url: string) => import(url);
   const module = { exports: {} };
   const run = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
   run.call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import type { Projection } from '../projector/projection.js';
+import { dynamicImport } from '../runtime/dynamic-import.js';
 import { type CliIo, CliError } from './cli-context.js';
 
 /** The environment variable naming the module of projections, as `--projections` does. */
@@ -29,7 +30,7 @@ async function loadProjections(module: string): Promise<readonly Projection[]> {
   const file = path.resolve(module);
   let exports: { default?: unknown; projections?: unknown };
   try {
-    exports = (await import(pathToFileURL(file).href)) as typeof exports;
+    exports = (await dynamicImport(pathToFileURL(file).href)) as typeof exports;
   } catch (error) {
     throw new CliError(`cannot load the projections module ${file}: ${(error as Error).message}`, 2);
   }
