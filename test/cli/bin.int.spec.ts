@@ -42,7 +42,7 @@ describe('the bin (dist/cli, bundled)', () => {
 
   it('prints a stored snapshot, the same with its code cache as without', async () => {
     for (const args of [['import', path.join(root, 'samples', 'sample-000000.jsonl')], ['project', '--once', '--metrics-port', 'off']]) await runBin(args);
-    const cache = `${path.join(path.dirname(bin), 'os-audit-bundle.cjs')}.cache`;
+    const cache = path.join(path.dirname(bin), 'os-audit-bundle.cjs.snapshot.cache');
     rmSync(cache, { force: true });
     const first = await runBin(['snapshot', 'sample-000000']);
     expect(existsSync(cache)).toBe(true);
