@@ -18,11 +18,10 @@ import { build, type Plugin } from 'esbuild';
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const outdir = path.resolve(process.argv[2] ?? path.join(repoRoot, 'dist'), 'cli');
 
-/** A change to a dependency's source as it goes into the bundle, and why. */
+/** Changes to a dependency's source as it goes into the bundle (each text found once), and why. */
 interface SourcePatch {
   file: RegExp;
-  from: string;
-  to: string;
+  replace: { from: string; to: string }[];
 }
 
 /**
@@ -30,27 +29,42 @@ interface SourcePatch {
  * - pg tells a Cloudflare Worker apart by constructing a `Response`, which on Node loads the
  *   whole fetch implementation (undici), about 10 ms of every command that connects. The bundle
  *   runs on Node only, so the probe is answered "no".
+ * - pg loads node:crypto (3 ms) as it loads, for the password authentications a server may ask
+ *   for (md5, SCRAM): loaded when one does instead.
  * - commander loads child_process (and with it net and dgram) for subcommands that are
  *   executables of their own, which os-audit has none of: loaded on the first spawn instead.
  */
 const patches: SourcePatch[] = [
-  { file: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/, from: "typeof Response === 'function'", to: 'false' },
+  { file: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/, replace: [{ from: "typeof Response === 'function'", to: 'false' }] },
+  {
+    file: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]crypto[\\/]utils\.js$/,
+    replace: [
+      { from: "const nodeCrypto = require('crypto')", to: "const nodeCrypto = new Proxy({}, { get: (_, name) => require('crypto')[name] })" },
+      { from: 'const webCrypto = nodeCrypto.webcrypto || globalThis.crypto', to: "const webCrypto = { getRandomValues: (array) => require('crypto').webcrypto.getRandomValues(array) }" },
+      {
+        from: 'const subtleCrypto = webCrypto.subtle',
+        to: "const subtleCrypto = new Proxy({}, { get: (_, name) => { const subtle = require('crypto').webcrypto.subtle; return subtle[name].bind(subtle) } })",
+      },
+    ],
+  },
   {
     file: /[\\/]node_modules[\\/]commander[\\/]lib[\\/]command\.js$/,
-    from: "const childProcess = require('node:child_process');",
-    to: "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+    replace: [{ from: "const childProcess = require('node:child_process');", to: "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };" }],
   },
 ];
 
-/** Applies `patches`; a dependency whose source no longer holds the text fails the build, so that no saving is lost unnoticed. */
+/** Applies `patches`; a dependency whose source no longer holds a text (or holds it twice) fails the build, so that no saving is lost unnoticed. */
 const patchDependencies: Plugin = {
   name: 'patch-dependencies',
   setup(bundle) {
     for (const patch of patches) {
       bundle.onLoad({ filter: patch.file }, async (args) => {
-        const source = await readFile(args.path, 'utf8');
-        if (!source.includes(patch.from)) throw new Error(`${args.path} no longer holds ${JSON.stringify(patch.from)}: update the patches of scripts/bundle-cli.ts`);
-        return { contents: source.replace(patch.from, patch.to), loader: 'js' };
+        let source = await readFile(args.path, 'utf8');
+        for (const { from, to } of patch.replace) {
+          if (source.split(from).length !== 2) throw new Error(`${args.path} no longer holds ${JSON.stringify(from)} once: update the patches of scripts/bundle-cli.ts`);
+          source = source.replace(from, to);
+        }
+        return { contents: source, loader: 'js' };
       });
     }
   },

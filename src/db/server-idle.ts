@@ -1,4 +1,5 @@
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+// fs.promises, read when used: loading node:fs/promises at every command's start costs a millisecond or two.
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 /** The environment variable of the embedded server's idle time, in seconds. */
@@ -40,7 +41,7 @@ export function idleMsFromEnv(env: NodeJS.ProcessEnv): number {
  * ```
  */
 export async function readIdle(dataDir: string): Promise<ServerIdle | undefined> {
-  const text = await readFile(idleFile(dataDir), 'utf8').catch((error: NodeJS.ErrnoException) => {
+  const text = await fs.readFile(idleFile(dataDir), 'utf8').catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
@@ -58,8 +59,8 @@ export async function readIdle(dataDir: string): Promise<ServerIdle | undefined>
 export async function markIdle(dataDir: string, idleMs: number, now = new Date()): Promise<ServerIdle> {
   const idle = { since: now.toISOString(), stopsAt: new Date(now.getTime() + idleMs).toISOString() };
   // Renamed into place whole: `os-audit db status` reads without the lock.
-  await writeFile(`${idleFile(dataDir)}.new`, `${JSON.stringify(idle)}\n`);
-  await rename(`${idleFile(dataDir)}.new`, idleFile(dataDir));
+  await fs.writeFile(`${idleFile(dataDir)}.new`, `${JSON.stringify(idle)}\n`);
+  await fs.rename(`${idleFile(dataDir)}.new`, idleFile(dataDir));
   return idle;
 }
 
@@ -72,7 +73,7 @@ export async function markIdle(dataDir: string, idleMs: number, now = new Date()
  * ```
  */
 export async function clearIdle(dataDir: string): Promise<void> {
-  await rm(idleFile(dataDir), { force: true });
+  await fs.rm(idleFile(dataDir), { force: true });
 }
 
 /**

@@ -1,4 +1,5 @@
-import { stat } from 'node:fs/promises';
+// fs.promises, read when used: loading node:fs/promises at every command's start costs a millisecond or two.
+import { promises as fs } from 'node:fs';
 import type { Command } from 'commander';
 import type { ImportProgress, ImportReport } from '../../import/import-logs.js';
 import type { JournalCounts } from '../../import/import-kernel-journal.js';
@@ -130,6 +131,6 @@ function showProgress(progress: ProgressLine, p: ImportProgress, bytesTotal: num
 /** The size of `source` when it is a regular file (not standard input, not a directory). */
 async function sizeOfFile(source: string): Promise<number | undefined> {
   if (source === '-') return undefined;
-  const stats = await stat(source).catch(() => undefined);
+  const stats = await fs.stat(source).catch(() => undefined);
   return stats?.isFile() ? stats.size : undefined;
 }
