@@ -13,7 +13,8 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY projections ./projections
 COPY migrations ./migrations
-# dist/: the CLI, the projection and the migrations, compiled.
+COPY scripts/bundle-cli.ts ./scripts/
+# dist/: the library, the projection and the migrations, compiled; dist/cli: the CLI, bundled.
 RUN npm run build
 
 FROM node:20-bookworm-slim
@@ -25,5 +26,5 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 USER node
-ENTRYPOINT ["node", "dist/src/cli/main.js"]
+ENTRYPOINT ["node", "dist/cli/os-audit.cjs"]
 CMD ["project"]

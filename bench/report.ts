@@ -5,6 +5,7 @@ import type { DiskSize } from './disk-size.js';
 import { describeEnvironmentLines, type Environment } from './environment.js';
 import type { AppendFigures } from './measure-append.js';
 import type { CatchUpFigures } from './measure-catch-up.js';
+import type { CliLatencyFigures } from './measure-cli-latency.js';
 import type { LiveFigures } from './measure-live.js';
 import type { QueryFigures } from './measure-query.js';
 import type { CitusFigures } from './measure-citus.js';
@@ -33,6 +34,8 @@ export interface BenchResults {
   live: LiveFigures;
   query: QueryFigures;
   scaling?: ScalingPoint[];
+  /** `os-audit snapshot S` against Node's start plus a round trip (its own section of BENCHMARKS.md). */
+  cliLatency: CliLatencyFigures;
   /** With `--citus`: the same measurements on a local Citus cluster. */
   citus?: CitusFigures;
   figures: FigureRow[];
@@ -141,6 +144,11 @@ function cells(row: FigureRow): string[] {
   return [row.figure, row.value, row.limit, row.ratio, row.target, row.holds === null ? '—' : row.holds ? 'yes' : 'NO'];
 }
 
+/** The table as Markdown. */
+export function markdownFigureTable(rows: readonly FigureRow[]): string {
+  return markdownTable(HEADERS, rows.map(cells));
+}
+
 /** The table as aligned text, for the terminal. */
 export function textTable(rows: readonly FigureRow[]): string {
   return alignedTable(HEADERS, rows.map(cells));
@@ -215,7 +223,7 @@ export function writeMarkdown(file: string, r: BenchResults): void {
     '',
     `Every figure is the median of ${plural(r.options.runs, 'run')}, all taken in one run of the benchmark.`,
     '',
-    markdownTable(HEADERS, r.figures.map(cells)),
+    markdownFigureTable(r.figures),
     '',
   ];
   if (r.scaling && r.scaling.length > 0) {

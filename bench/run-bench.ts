@@ -4,14 +4,15 @@
  * catch-up projection against the set-based SQL limit, live commit-to-visible latency, the
  * snapshot query, the daemon's peak RSS, and the size on disk; `--scaling` adds the catch-up
  * curve at 100k, 1M and 5M events; `--citus` then the appends and the catch-up again on a local
- * Citus cluster (a coordinator and two workers), beside the single server's figures. Prints a
- * table, writes JSON, and with `--markdown` BENCHMARKS.md.
+ * Citus cluster (a coordinator and two workers), beside the single server's figures; and the
+ * CLI's latency (`--only cli-latency` measures that alone). Prints a table, writes JSON, and with
+ * `--markdown` BENCHMARKS.md (with `--only cli-latency`, its "CLI latency" section alone).
  *
  * PostgreSQL: `DATABASE_URL` (a superuser connection; the benchmark creates and drops its own
  * databases there), else a container (testcontainers), else an embedded server.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,21 +26,31 @@ import { describeEnvironment, describeEnvironmentLines } from './environment.js'
 import { type AppendMethod, makeAppendCorpus, measureAppends, writeImportDirectory, writeImportStream } from './measure-append.js';
 import { measureCatchUp } from './measure-catch-up.js';
 import { CITUS_WORKERS, measureCitus } from './measure-citus.js';
+import { type CliLatencyFigures, measureCliLatency } from './measure-cli-latency.js';
 import { measureLive } from './measure-live.js';
 import { growSnapshotTables, measureQuery } from './measure-query.js';
 import { measureScaling } from './measure-scaling.js';
 import { otherLoad } from './other-load.js';
-import { type BenchResults, figureRows, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
+import { type BenchResults, figureRows, markdownFigureTable, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
 import { citusText } from './report-citus.js';
+import { cliLatencyMarkdown, cliLatencyRows, replaceMarkdownSection } from './report-cli-latency.js';
 import { secondsSince } from './stats.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const cliEntry = path.join(repoRoot, 'dist', 'src', 'cli', 'main.js');
+/** The package's bin (the bundled CLI), as users run it. */
+const binEntry = path.join(repoRoot, (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['os-audit']!);
 const SEED = 'os-audit-bench-1';
 const APPEND_SESSION_LENGTH = 1000;
 const APPEND_WRITERS = 8;
 const QUERY_SESSIONS = 100_000;
 const SCALING_SIZES = [100_000, 1_000_000, 5_000_000];
+/** Runs of each command of the CLI-latency figure; npx's are slow and only for comparison. */
+const CLI_LATENCY_RUNS = 50;
+const NPX_RUNS = 10;
+/** The session the CLI-latency figure prints, from samples/. */
+const CLI_LATENCY_SESSION = 'sample-000000';
+const CLI_LATENCY_PHASE = "cli latency: os-audit snapshot S against node -e '' plus a round trip";
 
 const USAGE = `usage: npm run bench -- [options]
 
@@ -54,6 +65,10 @@ const USAGE = `usage: npm run bench -- [options]
                     server's figures (which it runs first), and a Citus section in --markdown
   --json PATH       where to write the figures (default bench/results/latest.json)
   --markdown PATH   also write the table as Markdown (e.g. BENCHMARKS.md)
+  --only cli-latency
+                    measure only the CLI's latency (os-audit snapshot S against node -e '' plus
+                    one query's round trip); with --markdown, write only its section of the file
+                    (default JSON: bench/results/cli-latency.json)
   --no-build        use dist/ as it is instead of running npm run build first
   --help
 
@@ -68,7 +83,8 @@ function parseOptions() {
       scaling: { type: 'boolean', default: false },
       citus: { type: 'boolean', default: false },
       'scaling-sizes': { type: 'string' },
-      json: { type: 'string', default: path.join('bench', 'results', 'latest.json') },
+      only: { type: 'string' },
+      json: { type: 'string' },
       markdown: { type: 'string' },
       'no-build': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -82,6 +98,7 @@ function parseOptions() {
   const events = positiveInteger(values.events, '--events');
   const runs = positiveInteger(values.runs, '--runs');
   if (events < 10_000) fail('--events must be at least 10000');
+  if (values.only !== undefined && values.only !== 'cli-latency') fail(`--only takes cli-latency, got ${JSON.stringify(values.only)}`);
   const sizesText = values['scaling-sizes'];
   const scalingSizes = sizesText === undefined ? SCALING_SIZES : sizesText.split(',').map((size) => positiveInteger(size.trim(), '--scaling-sizes'));
   if (scalingSizes.some((size, i) => i > 0 && size <= scalingSizes[i - 1]!)) fail('--scaling-sizes must grow');
@@ -91,7 +108,8 @@ function parseOptions() {
     scaling: values.scaling || sizesText !== undefined,
     scalingSizes,
     citus: values.citus,
-    json: values.json,
+    only: values.only,
+    json: values.json ?? path.join('bench', 'results', values.only === undefined ? 'latest.json' : `${values.only}.json`),
     markdown: values.markdown,
     build: !values['no-build'],
   };
@@ -136,7 +154,7 @@ async function main(): Promise<void> {
     const build = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, encoding: 'utf8' });
     if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
   }
-  if (!existsSync(cliEntry)) throw new Error(`${cliEntry} is missing: run npm run build (or drop --no-build)`);
+  for (const entry of [cliEntry, binEntry]) if (!existsSync(entry)) throw new Error(`${entry} is missing: run npm run build (or drop --no-build)`);
 
   otherLoad.start();
   const server = await startPostgres();
@@ -156,6 +174,25 @@ async function main(): Promise<void> {
     const environment = await describeEnvironment(server.adminUrl, server.source);
     log('\n== environment');
     for (const line of describeEnvironmentLines(environment)) log(`   ${line}`);
+    const cliLatency = () => phase(CLI_LATENCY_PHASE, () => measureCliLatencyOnNewDatabase(server.adminUrl));
+    const reportCliLatency = (figures: CliLatencyFigures) => {
+      const table = cliLatencyRows(figures);
+      const taken = { at: startedAt.toISOString(), command: commandLine(options), otherLoadPercent: phaseLoad[CLI_LATENCY_PHASE] ?? null, loadAverage: environment.loadAverageAtStart };
+      return { table, markdown: cliLatencyMarkdown(figures, markdownFigureTable(table), taken) };
+    };
+    if (options.only === 'cli-latency') {
+      const figures = await cliLatency();
+      const { table, markdown } = reportCliLatency(figures);
+      log(`\n== results\n\n${textTable(table)}`);
+      mkdirSync(path.dirname(options.json), { recursive: true });
+      writeFileSync(options.json, `${JSON.stringify({ startedAt: startedAt.toISOString(), command: commandLine(options), environment, otherLoadPercent: phaseLoad[CLI_LATENCY_PHASE], cliLatency: figures }, null, 2)}\n`);
+      log(`figures written to ${options.json}`);
+      if (options.markdown) {
+        replaceMarkdownSection(options.markdown, markdown);
+        log(`its section written to ${options.markdown}`);
+      }
+      return;
+    }
 
     // Appends: about N/10 events, in sessions of 1,000 so that a batch of 1,000 is one append.
     const appendSessions = Math.max(APPEND_WRITERS, Math.round(options.events / 10 / APPEND_SESSION_LENGTH / APPEND_WRITERS) * APPEND_WRITERS);
@@ -222,6 +259,7 @@ async function main(): Promise<void> {
         return { ...figures, projectedSessions: grown.projected };
       });
       await dropDatabase();
+      const cli = await cliLatency();
 
       const scaling = options.scaling
         ? await phase(`scaling: catch-up at ${options.scalingSizes.map((n) => n.toLocaleString('en-US')).join(', ')} events`, () =>
@@ -257,6 +295,7 @@ async function main(): Promise<void> {
         disk,
         live,
         query,
+        cliLatency: cli,
         ...(scaling ? { scaling } : {}),
         ...(citus ? { citus } : {}),
       };
@@ -278,6 +317,8 @@ async function main(): Promise<void> {
         log('\nscaling (one run at each size):\n');
         log(scalingText(scaling));
       }
+      const cliReport = reportCliLatency(cli);
+      log(`\ncli latency:\n\n${textTable(cliReport.table)}`);
       if (results.citus) {
         log(`\ncitus (a coordinator and ${results.citus.environment.workers} workers on this machine; medians of ${options.runs}):\n`);
         log(citusText(results));
@@ -292,6 +333,7 @@ async function main(): Promise<void> {
       log(`figures written to ${options.json}`);
       if (options.markdown) {
         writeMarkdown(options.markdown, results);
+        replaceMarkdownSection(options.markdown, cliReport.markdown);
         log(`table written to ${options.markdown}`);
       }
     } finally {
@@ -304,6 +346,25 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * The CLI-latency figure on a new database holding one sample session, imported and projected
+ * with the bin itself; the database is dropped after.
+ */
+async function measureCliLatencyOnNewDatabase(adminUrl: string): Promise<CliLatencyFigures> {
+  const database = await createScratchDatabase(adminUrl);
+  otherLoad.addDatabase(database.name);
+  try {
+    const env = { ...process.env, DATABASE_URL: database.url };
+    for (const args of [['import', path.join('samples', `${CLI_LATENCY_SESSION}.jsonl`)], ['project', '--once', '--metrics-port', 'off']]) {
+      const run = spawnSync(process.execPath, [binEntry, ...args], { cwd: repoRoot, env, encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`os-audit ${args.join(' ')} failed: ${run.stderr}`);
+    }
+    return await measureCliLatency({ url: database.url, session: CLI_LATENCY_SESSION, bin: binEntry, repoRoot, runs: CLI_LATENCY_RUNS, npxRuns: NPX_RUNS }, log);
+  } finally {
+    await database.drop();
+  }
+}
+
 function commandLine(options: ReturnType<typeof parseOptions>): string {
   const args: string[] = [];
   if (options.events !== 1_000_000) args.push('--events', String(options.events));
@@ -313,6 +374,7 @@ function commandLine(options: ReturnType<typeof parseOptions>): string {
     args.push(...(custom ? ['--scaling-sizes', options.scalingSizes.join(',')] : ['--scaling']));
   }
   if (options.citus) args.push('--citus');
+  if (options.only) args.push('--only', options.only);
   if (options.markdown) args.push('--markdown', options.markdown);
   const url = process.env.DATABASE_URL ? `DATABASE_URL=${redact(process.env.DATABASE_URL)} ` : '';
   return `${url}npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;

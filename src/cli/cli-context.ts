@@ -1,6 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Kysely } from 'kysely';
-import { openDatabase } from '../db/open-database.js';
 import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import type { DB } from '../db/schema.js';
 
@@ -74,6 +73,8 @@ export interface CommandDatabaseOptions {
  */
 export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>, options: CommandDatabaseOptions = {}): Promise<T> {
   const retry = options.rideThrough && commandRetry(options.rideThrough.io);
+  // Loaded here, not at the top: kysely and pg are most of a command's start, and --help needs neither.
+  const { openDatabase } = await import('../db/open-database.js');
   const db = openDatabase({ connectionString: url, applicationName: 'os-audit-cli', maxConnections: options.connections ?? 2, connectRetry: retry });
   try {
     return retry !== undefined && options.rideThrough?.rerun === 'work' ? await retryOnConnectionLoss(() => work(db), retry) : await work(db);

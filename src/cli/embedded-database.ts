@@ -1,5 +1,5 @@
-import { migrateToLatest } from '../db/migrate.js';
-import { type LocalPostgres, startLocalPostgres } from '../db/local-postgres.js';
+import type { LocalPostgres } from '../db/local-postgres.js';
+import { idleMsFromEnv } from '../db/server-idle.js';
 import { type CliIo, withDatabase, write } from './cli-context.js';
 
 /** Where the embedded PostgreSQL keeps its files when neither `--data-dir` nor the environment says. */
@@ -22,7 +22,8 @@ export function embeddedDataDir(options: { dataDir?: string }, env: NodeJS.Proce
  * The database of a command that names none: the embedded PostgreSQL in `dataDir`, started on
  * demand (or joined, when another command such as a running daemon uses it) and brought to
  * the latest migration, since nobody else manages its schema. `user` says what uses it (for
- * `os-audit db status`); the server stops when its last user does.
+ * `os-audit db status`); the server stops when its last user has been gone for the idle time
+ * (`OS_AUDIT_DB_IDLE_SECONDS`, default 30 s), so that a burst of commands starts it once.
  *
  * @example
  * ```ts
@@ -31,7 +32,9 @@ export function embeddedDataDir(options: { dataDir?: string }, env: NodeJS.Proce
  * ```
  */
 export async function openEmbeddedDatabase(io: CliIo, dataDir: string, user: string): Promise<LocalPostgres> {
-  const server = await startLocalPostgres({ dataDir, user, onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
+  // Loaded only when a command has no database URL: the server's code and the migrations are large.
+  const [{ startLocalPostgres }, { migrateToLatest }] = await Promise.all([import('../db/local-postgres.js'), import('../db/migrate.js')]);
+  const server = await startLocalPostgres({ dataDir, user, idleMs: idleMsFromEnv(io.env), onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
   try {
     await withDatabase(server.url, migrateToLatest, { connections: 1 });
     return { ...server, stop: stopAlsoOnInterrupt(server) };

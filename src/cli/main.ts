@@ -7,9 +7,15 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   process.exit(0);
 });
 
-process.exitCode = await runCli(process.argv.slice(2), {
-  stdin: process.stdin,
+// No top-level await: the bundle of the CLI is a CommonJS script (see scripts/bundle-cli.ts).
+void runCli(process.argv.slice(2), {
+  // A getter: opening standard input costs a few milliseconds, and only `append` reads it.
+  get stdin() {
+    return process.stdin;
+  },
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,
+}).then((code) => {
+  process.exitCode = code;
 });

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
-import { builtInProjections } from '../../projections/index.js';
-import { defineProjection, type Projection } from '../projector/projection.js';
+import type { Projection } from '../projector/projection.js';
+import { dynamicImport } from '../runtime/dynamic-import.js';
 import { type CliIo, CliError } from './cli-context.js';
 
 /** The environment variable naming the module of projections, as `--projections` does. */
@@ -22,14 +22,15 @@ export const PROJECTIONS_ENV = 'OS_AUDIT_PROJECTIONS';
  */
 export async function commandProjections(command: Command, io: CliIo): Promise<readonly Projection[]> {
   const module = (command.optsWithGlobals().projections as string | undefined) ?? (io.env[PROJECTIONS_ENV] || undefined);
-  return module === undefined ? builtInProjections : loadProjections(module);
+  // Loaded on demand, as commands are: the projections pull in their SQL and folds.
+  return module === undefined ? (await import('../../projections/index.js')).builtInProjections : loadProjections(module);
 }
 
 async function loadProjections(module: string): Promise<readonly Projection[]> {
   const file = path.resolve(module);
   let exports: { default?: unknown; projections?: unknown };
   try {
-    exports = (await import(pathToFileURL(file).href)) as typeof exports;
+    exports = (await dynamicImport(pathToFileURL(file).href)) as typeof exports;
   } catch (error) {
     throw new CliError(`cannot load the projections module ${file}: ${(error as Error).message}`, 2);
   }
@@ -37,6 +38,7 @@ async function loadProjections(module: string): Promise<readonly Projection[]> {
   if (!Array.isArray(list) || list.length === 0) {
     throw new CliError(`the projections module ${file} must export a non-empty array of projections (as its default export, or as "projections")`, 2);
   }
+  const { defineProjection } = await import('../projector/projection.js');
   const names = new Set<string>();
   return list.map((projection: Projection, index) => {
     try {

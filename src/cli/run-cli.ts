@@ -14,14 +14,13 @@ import { registerSnapshotCommand } from './commands/snapshot-command.js';
 import { registerStatusCommand } from './commands/status-command.js';
 import { registerUpCommand } from './commands/up-command.js';
 import { registerVerifyCommand } from './commands/verify-command.js';
-import { builtInProjections } from '../../projections/index.js';
 import { PROJECTIONS_ENV } from './projection-options.js';
 import { DEFAULT_DATA_DIR, embeddedDataDir, openEmbeddedDatabase } from './embedded-database.js';
 import { checkDatabaseUrl, describeFailure, type FailureContext } from './describe-failure.js';
 
 const { version } = JSON.parse(readFileSync(new URL(packageJsonPath(), import.meta.url), 'utf8')) as { version: string };
 
-/** `package.json` from the sources (`src/cli/`) and from the build (`dist/src/cli/`). */
+/** `package.json` from the sources (`src/cli/`), the build (`dist/src/cli/`) and the bundle (`dist/cli/`). */
 function packageJsonPath(): string {
   return import.meta.url.includes('/dist/src/') ? '../../../package.json' : '../../package.json';
 }
@@ -35,7 +34,7 @@ export function buildProgram(io: CliIo): Command {
     .option('--data-dir <dir>', `folder of the embedded PostgreSQL (default: $OS_AUDIT_DATA_DIR or ${DEFAULT_DATA_DIR})`)
     .option(
       '--projections <module>',
-      `an ES module whose default export is the array of projections to migrate, run and check (default: $${PROJECTIONS_ENV}, else the built-in ${builtInProjections.map((p) => p.name).join(', ')})`,
+      `an ES module whose default export is the array of projections to migrate, run and check (default: $${PROJECTIONS_ENV}, else the projections os-audit ships; \`os-audit status\` lists the ones in use)`,
     )
     .showHelpAfterError()
     .exitOverride()
@@ -71,8 +70,9 @@ export function buildProgram(io: CliIo): Command {
  * ```
  */
 export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
-  // Commands read the database URL from this environment, where the embedded server's lands.
-  const session: CliIo = { ...io, env: { ...io.env } };
+  // Commands read the database URL from this environment, where the embedded server's lands. The
+  // rest is io's, inherited rather than copied: a copy would open a lazy stdin that no command reads.
+  const session: CliIo = Object.create(io, { env: { value: { ...io.env }, enumerable: true } }) as CliIo;
   let embedded: LocalPostgres | undefined;
   const failure: FailureContext = {};
   const program = buildProgram(session);

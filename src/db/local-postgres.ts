@@ -1,15 +1,18 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { openDatabase } from './open-database.js';
 import { findPostgresBinaries } from './postgres-binaries.js';
-import { currentProcess } from './process-identity.js';
+import { type ProcessIdentity, currentProcess, isRunning } from './process-identity.js';
 import { withServerLock } from './server-lock.js';
+import { type ServerIdle, clearIdle, markIdle, readIdle, watchdogPollMs } from './server-idle.js';
 import { type ServerUser, addUser, readUsers, removeUsers } from './server-users.js';
 
 const run = promisify(execFile);
@@ -26,6 +29,12 @@ export interface LocalPostgresOptions {
   user?: string;
   /** Told, in a sentence, when the server is created, started or adopted. */
   onProgress?: (message: string) => void;
+  /**
+   * How long the server stays up after its last user leaves, so that the next command joins it
+   * instead of starting it; a watchdog process (detached, one per server) stops it then, also
+   * when the users were killed. Default 0: the last user out stops it.
+   */
+  idleMs?: number;
 }
 
 /** A running local PostgreSQL, used by this call until `stop()`. */
@@ -55,6 +64,8 @@ export interface LocalPostgresStatus {
   users: ServerUser[];
   /** Users left behind by processes that ended; the next command removes them. */
   staleUsers: number;
+  /** Running with no user: since when, and when it stops unless a command joins it. */
+  idle?: ServerIdle;
 }
 
 /** What `stopLocalPostgres` did. */
@@ -103,6 +114,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
   const server = await localServer(options.dataDir);
   const { dataDir, cluster } = server;
   const database = options.database ?? 'os_audit';
+  const idleMs = options.idleMs ?? 0;
   const me = await currentProcess();
   await mkdir(dataDir, { recursive: true });
 
@@ -116,15 +128,17 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
     let port = await runningPort(server);
     if (port === undefined) {
       port = await startServer(server, options);
-    } else if (users.live.length === 0) {
+    } else if (users.live.length === 0 && (await readIdle(server.dataDir)) === undefined) {
       options.onProgress?.(`using the PostgreSQL that an ended process left running on 127.0.0.1:${port}; it stops when the last command using it ends`);
     }
     const userFile = await addUser(dataDir, options.user ?? process.argv.join(' '), me);
+    await clearIdle(server.dataDir);
+    if (idleMs > 0) await ensureWatchdog(server, idleMs);
     return { port, password: (await readFile(path.join(dataDir, 'password'), 'utf8')).trim(), userFile };
   });
 
   let leaving: Promise<void> | undefined;
-  const stop = () => (leaving ??= leave(server, userFile));
+  const stop = () => (leaving ??= leave(server, userFile, idleMs));
   const serverUrl = (name: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${name}`;
   const adminUrl = serverUrl('postgres');
   try {
@@ -156,6 +170,7 @@ export async function stopLocalPostgres(dataDir: string, options: { force?: bool
     const users = live.filter((user) => user.process !== undefined);
     if (users.length > 0 && !options.force) return { outcome: 'refused', users };
     await removeUsers(live);
+    await clearIdle(server.dataDir);
     if (!(await isServerRunning(server))) return { outcome: 'not running', users };
     await stopServer(server);
     return { outcome: 'stopped', users };
@@ -178,6 +193,7 @@ export async function localPostgresStatus(dataDir: string): Promise<LocalPostgre
   const created = existsSync(path.join(server.cluster, 'PG_VERSION'));
   const port = created ? await runningPort(server) : undefined;
   const { live, stale } = await readUsers(server.dataDir);
+  const idle = port !== undefined && live.length === 0 ? await readIdle(server.dataDir) : undefined;
   return {
     dataDir: server.dataDir,
     created,
@@ -186,6 +202,7 @@ export async function localPostgresStatus(dataDir: string): Promise<LocalPostgre
     passwordFile,
     users: live,
     staleUsers: stale.length,
+    ...(idle ? { idle } : {}),
   };
 }
 
@@ -231,14 +248,102 @@ async function startServer(server: LocalServer, options: LocalPostgresOptions): 
   return port;
 }
 
-/** Unregisters a user and, when it was the last live one, stops the server. */
-async function leave(server: LocalServer, userFile: string): Promise<void> {
+/** Unregisters a user and, when it was the last live one, stops the server, or marks it idle for `idleMs`. */
+async function leave(server: LocalServer, userFile: string, idleMs: number): Promise<void> {
   await withServerLock(server.dataDir, async () => {
     await rm(userFile, { force: true });
     const { live, stale } = await readUsers(server.dataDir);
     await removeUsers(stale);
-    if (live.length === 0 && (await isServerRunning(server))) await stopServer(server);
+    if (live.length > 0 || !(await isServerRunning(server))) return;
+    if (idleMs === 0) return stopServer(server);
+    await ensureWatchdog(server, idleMs);
+    await markIdle(server.dataDir, idleMs);
   });
+}
+
+/**
+ * Watches the server in `dataDir` until it stops: when no live user is left, it marks the server
+ * idle (unless the last user did) and stops it once the idle time has passed, unless a command
+ * joined it meanwhile. What `startLocalPostgres` runs detached (`idle-watchdog-main.ts`); one
+ * per server, so a second one returns at once.
+ *
+ * @example
+ * ```ts
+ * await watchIdleLocalPostgres('.os-audit', 30_000); // returns when the server has stopped
+ * ```
+ */
+export async function watchIdleLocalPostgres(dataDir: string, idleMs: number): Promise<void> {
+  const server = await localServer(dataDir);
+  const me = await currentProcess();
+  const claimed = await withServerLock(server.dataDir, async () => {
+    const other = await runningWatchdog(server);
+    if (other !== undefined && other.pid !== me.pid) return false;
+    await writeFile(watchdogFile(server), JSON.stringify(me));
+    return true;
+  });
+  if (!claimed) return;
+  try {
+    for (let stopped = false; !stopped; ) {
+      await sleep(watchdogPollMs(idleMs));
+      stopped = await withServerLock(server.dataDir, async () => {
+        if (!(await isPostmasterAlive(server))) return true;
+        if ((await readUsers(server.dataDir)).live.length > 0) return false;
+        // No mark: its users were killed, or left with no idle time of their own.
+        const idle = (await readIdle(server.dataDir)) ?? (await markIdle(server.dataDir, idleMs));
+        if (Date.now() < Date.parse(idle.stopsAt)) return false;
+        await stopServer(server);
+        return true;
+      });
+    }
+  } finally {
+    await withServerLock(server.dataDir, async () => {
+      await clearIdle(server.dataDir);
+      if ((await runningWatchdog(server))?.pid === me.pid) await rm(watchdogFile(server), { force: true });
+    });
+  }
+}
+
+/** Starts the server's watchdog (detached, so that it outlives this command) unless one runs. Under the lock. */
+async function ensureWatchdog(server: LocalServer, idleMs: number): Promise<void> {
+  if ((await runningWatchdog(server)) !== undefined) return;
+  const { args, cwd } = watchdogCommand();
+  spawn(process.execPath, [...args, server.dataDir, String(idleMs)], { cwd, detached: true, stdio: 'ignore' }).unref();
+}
+
+/**
+ * How to run the watchdog's entry from here: from the sources (tsx), tsc's build, or the
+ * bundled CLI, which has it as a script of its own beside this one (dist/cli/).
+ */
+function watchdogCommand(): { args: string[]; cwd: string } {
+  const here = import.meta.url;
+  if (here.endsWith('.ts')) return { args: ['--import', 'tsx', fileURLToPath(new URL('./idle-watchdog-main.ts', here))], cwd: fileURLToPath(new URL('../..', here)) };
+  const entry = here.includes('/dist/cli/') ? new URL('./idle-watchdog.cjs', here) : new URL('./idle-watchdog-main.js', here);
+  return { args: [fileURLToPath(entry)], cwd: path.dirname(fileURLToPath(entry)) };
+}
+
+async function runningWatchdog(server: LocalServer): Promise<ProcessIdentity | undefined> {
+  const text = await readFile(watchdogFile(server), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const watchdog = JSON.parse(text) as ProcessIdentity;
+  return (await isRunning(watchdog)) ? watchdog : undefined;
+}
+
+function watchdogFile(server: LocalServer): string {
+  return path.join(server.dataDir, 'watchdog.json');
+}
+
+/** Whether the postmaster of `postmaster.pid` runs: what the watchdog checks every poll, without running pg_ctl. */
+async function isPostmasterAlive(server: LocalServer): Promise<boolean> {
+  const text = await readFile(path.join(server.cluster, 'postmaster.pid'), 'utf8').catch(() => undefined);
+  const pid = Number(text?.split('\n')[0]);
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, under another account.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 async function stopServer(server: LocalServer): Promise<void> {

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
+import { dynamicImport } from '../runtime/dynamic-import.js';
 
 /** Paths of the PostgreSQL programs that the local server needs. */
 export interface PostgresBinaries {
@@ -30,6 +31,6 @@ export async function findPostgresBinaries(): Promise<PostgresBinaries> {
   } catch {
     throw new Error(`no embedded PostgreSQL build for ${os.platform()}-${os.arch()} (${name} is not installed); set DATABASE_URL to use a server`);
   }
-  const binaries = (await import(pathToFileURL(entry).href)) as PostgresBinaries;
+  const binaries = (await dynamicImport(pathToFileURL(entry).href)) as PostgresBinaries;
   return { initdb: binaries.initdb, pg_ctl: binaries.pg_ctl };
 }

@@ -12,7 +12,8 @@ import { type Limits, maxLineBytes } from '../store/limits.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
 import { KERNEL_JOURNAL_DIR } from './file-kernel-journal.js';
 import { importKernelJournal, type JournalCounts } from './import-kernel-journal.js';
-import { DEFAULT_CHUNK_SIZE, LogWriter, MAX_CHUNK_CHARS, type WriteCounts } from './log-writer.js';
+import { DEFAULT_CHUNK_SIZE } from './default-chunk-size.js';
+import { LogWriter, MAX_CHUNK_CHARS, type WriteCounts } from './log-writer.js';
 import { readEventLines } from './event-lines.js';
 import { InvalidUtf8Error, LineTooLongError, readLines } from './read-lines.js';
 

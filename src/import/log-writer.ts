@@ -2,9 +2,7 @@ import type { EncodedEvent } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
 import { emptyRows, type EventRows, pushRow } from '../store/sql/event-rows.js';
-
-/** Events a writer holds before it stores them: bounds memory, and the work of one write. */
-export const DEFAULT_CHUNK_SIZE = 2000;
+import { DEFAULT_CHUNK_SIZE } from './default-chunk-size.js';
 
 /**
  * Characters of event text a writer holds before it stores them, whatever the chunk size: a

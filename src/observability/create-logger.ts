@@ -1,14 +1,9 @@
 import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 import { type Logger, pino } from 'pino';
+import type { LogFormat, LogLevel } from './log-settings.js';
 
 const require = createRequire(import.meta.url);
-
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export const LOG_FORMATS = ['json', 'pretty'] as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export interface LoggerOptions {
   level: LogLevel;

@@ -4,7 +4,7 @@ import type { DB } from '../db/schema.js';
 import { type Checkpoint, LOG_START } from './checkpoint.js';
 import { Lease } from './lease.js';
 import type { Projection } from './projection.js';
-import { DEFAULT_BATCH_SIZE } from './projector.js';
+import { DEFAULT_BATCH_SIZE } from './default-batch-size.js';
 import { kyselyConnection } from './batch-connection.js';
 import { madeProgress, runBatchStoppingFailures } from './run-batch.js';
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startLocalPostgres } from '../../src/db/local-postgres.js';
+import { IDLE_SECONDS_ENV } from '../../src/db/server-idle.js';
 import { pollUntil } from '../support/daemon-process.js';
 import { useTempDir } from '../support/log-files.js';
 import { type CliRun, runCliInProcess } from '../support/run-cli-in-process.js';
@@ -22,7 +23,7 @@ const serverRunning = (dataDir: string) => existsSync(path.join(dataDir, 'pgdata
 const registeredUsers = (dataDir: string) => readdirSync(path.join(dataDir, 'users'));
 /** This process's environment without DATABASE_URL, on the embedded server of `dataDir`. */
 const embeddedEnv = (dataDir: string): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, OS_AUDIT_DATA_DIR: dataDir, OS_AUDIT_METRICS_PORT: '0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, OS_AUDIT_DATA_DIR: dataDir, OS_AUDIT_METRICS_PORT: '0', [IDLE_SECONDS_ENV]: '0' };
   delete env.DATABASE_URL;
   return env;
 };
@@ -64,9 +65,7 @@ describe('the embedded default', () => {
 
   it('`os-audit up --import samples` (npm start) imports, says where to look, projects, and stops cleanly on Ctrl-C', async () => {
     const dataDir = path.join(tempDir(), 'data');
-    const env: NodeJS.ProcessEnv = { ...process.env, OS_AUDIT_DATA_DIR: dataDir };
-    delete env.DATABASE_URL;
-    const up = startUp(env);
+    const up = startUp(embeddedEnv(dataDir));
     try {
       await pollUntil('the banner of `up`', async () => up.stdout().includes('Stop with Ctrl-C'), { timeoutMs: 90_000, explain: up.output });
       expect(up.stdout()).toMatch(/imported \d+ new events/);

@@ -44,7 +44,9 @@ describe('the Docker image, built without Docker', () => {
     }
     for (const name of Object.keys(migrations)) expect(existsSync(path.join(image.root, 'dist/migrations', `${name}.js`)), name).toBe(true);
     // The web console's assets are not compiled: the build copies them.
-    for (const asset of ['console.js', 'console.css']) expect(existsSync(path.join(image.root, 'dist/src/console/assets', asset)), asset).toBe(true);
+    for (const folder of ['dist/src/console/assets', 'dist/cli/assets']) {
+      for (const asset of ['console.js', 'console.css']) expect(existsSync(path.join(image.root, folder, asset)), `${folder}/${asset}`).toBe(true);
+    }
   });
 
   it('holds the production dependencies and nothing of the development ones', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../../src/cli/cli-context.js';
 import { DEFAULT_METRICS_PORT, resolveProjectSettings } from '../../src/cli/commands/project-command.js';
-import { DEFAULT_BATCH_SIZE } from '../../src/projector/projector.js';
+import { DEFAULT_BATCH_SIZE } from '../../src/projector/default-batch-size.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 
 const DEFAULTS = {

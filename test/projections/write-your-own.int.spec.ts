@@ -41,12 +41,12 @@ function readSection(text: string): Section {
 }
 
 let scratch: string;
-let pkg: string;
+let bin: string;
 let app: string;
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'os-audit-own-projection-'));
-  ({ pkg, app } = await installBuiltPackage(scratch));
+  ({ bin, app } = await installBuiltPackage(scratch));
   await writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'my-projections', type: 'module', private: true }));
 }, 120_000);
 
@@ -70,7 +70,7 @@ describe("README's write your own projection", () => {
       }
       const [command, ...args] = line.split(/\s+/);
       expect(command, line).toBe('os-audit');
-      const { stdout } = await run(process.execPath, [path.join(pkg, 'dist/src/cli/main.js'), ...args], { cwd: app, env }).catch(
+      const { stdout } = await run(process.execPath, [bin, ...args], { cwd: app, env }).catch(
         (error: { stdout?: string; stderr?: string; message: string }) => {
           throw new Error(`${line} failed: ${error.message}\n${error.stderr ?? ''}${error.stdout ?? ''}`);
         },
@@ -83,7 +83,7 @@ describe("README's write your own projection", () => {
     expect(outputs.get('migrate')).toContain('tool_gates/0001-tables');
 
     // The engine registered it and granted on what it declares; it stands beside the built-in ones.
-    const cli = (args: string[]) => run(process.execPath, [path.join(pkg, 'dist/src/cli/main.js'), ...args], { cwd: app, env });
+    const cli = (args: string[]) => run(process.execPath, [bin, ...args], { cwd: app, env });
     const statuses = JSON.parse((await cli(['status', '--json'])).stdout) as { projection: string; version: number }[];
     expect(statuses.map((status) => status.projection)).toContain('tool_gates');
     const { rows } = await sql<{ grantee: string; privilege_type: string }>`
@@ -99,7 +99,7 @@ describe("README's write your own projection", () => {
     // A second migrate applies nothing; the built-in projections alone still run on this database.
     expect((await cli(['migrate'])).stdout).toBe('schema is up to date; nothing to apply\n');
     const builtIn = { ...env, OS_AUDIT_PROJECTIONS: '' };
-    const alone = await run(process.execPath, [path.join(pkg, 'dist/src/cli/main.js'), 'verify', '--all'], { cwd: app, env: builtIn });
+    const alone = await run(process.execPath, [bin, 'verify', '--all'], { cwd: app, env: builtIn });
     expect(alone.stdout).not.toContain('tool_gates');
   }, 120_000);
 });

@@ -1,5 +1,6 @@
 import { PassThrough, Readable } from 'node:stream';
 import { runCli } from '../../src/cli/run-cli.js';
+import { IDLE_SECONDS_ENV } from '../../src/db/server-idle.js';
 
 export interface CliRun {
   code: number;
@@ -7,7 +8,11 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `os-audit` in this process with captured output, as a user would from a shell. */
+/**
+ * Runs `os-audit` in this process with captured output, as a user would from a shell. An
+ * embedded server stops when its last command ends (idle time 0) unless `env` says otherwise,
+ * so that no test leaves one behind.
+ */
 export async function runCliInProcess(args: readonly string[], options: { env?: NodeJS.ProcessEnv; stdin?: string | Buffer } = {}): Promise<CliRun> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
@@ -18,7 +23,7 @@ export async function runCliInProcess(args: readonly string[], options: { env?: 
     stdin: Readable.from([options.stdin ?? '']),
     stdout,
     stderr,
-    env: options.env ?? {},
+    env: { [IDLE_SECONDS_ENV]: '0', ...options.env },
   });
   return { code, stdout: Buffer.concat(chunks.stdout).toString(), stderr: Buffer.concat(chunks.stderr).toString() };
 }

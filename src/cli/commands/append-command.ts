@@ -1,13 +1,10 @@
 import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
-import { LogWriter } from '../../import/log-writer.js';
 import { readEventLines } from '../../import/event-lines.js';
 import type { JsonValue } from '../../json/json-value.js';
 import { MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
 import { ConcurrencyError } from '../../store/concurrency-error.js';
-import { checkSessionId, encodeEventText } from '../../store/encode-event.js';
-import { EventStore } from '../../store/event-store.js';
 import { type EventOrigin, InvalidEventError } from '../../store/invalid-event-error.js';
 import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../../store/limits.js';
 import { resolveLimits, withLimitOptions } from '../limit-options.js';
@@ -39,6 +36,11 @@ a line over the size limit stops the reading there.`,
     )
     .action(async (sessionId: string, file: string | undefined, options: AppendCommandOptions, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const [{ EventStore }, { LogWriter }, { checkSessionId, encodeEventText }] = await Promise.all([
+        import('../../store/event-store.js'),
+        import('../../import/log-writer.js'),
+        import('../../store/encode-event.js'),
+      ]);
       const limits = resolveLimits(options, io.env);
       const encodeOptions = { strict: options.strict, ...limits };
       const name = file === undefined || file === '-' ? '<stdin>' : file;

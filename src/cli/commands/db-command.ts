@@ -1,8 +1,12 @@
 import type { Command } from 'commander';
-import { type LocalPostgresStatus, keepLocalPostgresRunning, localPostgresStatus, stopLocalPostgres } from '../../db/local-postgres.js';
+import type { LocalPostgresStatus } from '../../db/local-postgres.js';
+import { IDLE_SECONDS_ENV } from '../../db/server-idle.js';
 import type { ServerUser } from '../../db/server-users.js';
 import { type CliIo, CliError, write } from '../cli-context.js';
 import { embeddedDataDir, openEmbeddedDatabase } from '../embedded-database.js';
+
+/** The server's code, loaded by the subcommand that runs (kysely and pg are most of a command's start). */
+const localPostgres = () => import('../../db/local-postgres.js');
 
 /**
  * `os-audit db status|start|stop`: the embedded PostgreSQL of the data directory, whatever
@@ -16,6 +20,7 @@ export function registerDbCommand(program: Command, io: CliIo): void {
     .description('whether the embedded PostgreSQL runs, its URL (without the password), data directory and users')
     .option('--json', 'print the status as JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
+      const { localPostgresStatus } = await localPostgres();
       const status = await localPostgresStatus(dataDir(command));
       await write(io.stdout, options.json ? `${JSON.stringify(status, null, 2)}\n` : describeStatus(status));
     });
@@ -25,7 +30,7 @@ export function registerDbCommand(program: Command, io: CliIo): void {
     .action(async (_options, command: Command) => {
       const server = await openEmbeddedDatabase(io, dataDir(command), 'os-audit db start');
       try {
-        await keepLocalPostgresRunning(dataDir(command));
+        await (await localPostgres()).keepLocalPostgresRunning(dataDir(command));
       } finally {
         await server.stop();
       }
@@ -37,6 +42,7 @@ export function registerDbCommand(program: Command, io: CliIo): void {
     .description('stop the embedded PostgreSQL; refused while another command (such as `up`) uses it, unless --force')
     .option('--force', 'stop it even under the commands that use it (their connections end)')
     .action(async (options: { force?: boolean }, command: Command) => {
+      const { stopLocalPostgres } = await localPostgres();
       const { outcome, users } = await stopLocalPostgres(dataDir(command), options);
       const where = `the embedded PostgreSQL in ${dataDir(command)}`;
       if (outcome === 'refused') {
@@ -51,8 +57,9 @@ function describeStatus(status: LocalPostgresStatus): string {
   const lines = [`embedded PostgreSQL in ${status.dataDir}: ${status.running ? 'running' : status.created ? 'not running' : 'not created yet'}`];
   if (status.url) lines.push(`  url:    ${status.url} (password in ${status.passwordFile})`);
   const users = status.users.map(describeUser);
-  if (status.running && users.length === 0) users.push('none: left running by a command that ended without stopping it; the next command stops it when done, or `os-audit db stop`');
+  if (status.running && users.length === 0 && !status.idle) users.push('none: left running by a command that ended without stopping it; the next command stops it when done, or `os-audit db stop`');
   users.forEach((user, i) => lines.push(`  ${i === 0 ? 'users: ' : '       '} ${user}`));
+  if (status.idle) lines.push(`  idle:   since ${status.idle.since}; stops at ${status.idle.stopsAt} unless a command uses it (${IDLE_SECONDS_ENV}; \`os-audit db stop\` stops it now)`);
   if (status.staleUsers > 0) lines.push(`  stale:  ${status.staleUsers === 1 ? '1 user whose process' : `${status.staleUsers} users whose processes`} ended (the next command removes them)`);
   return `${lines.join('\n')}\n`;
 }

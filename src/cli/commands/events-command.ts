@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { EventStore } from '../../store/event-store.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 
@@ -12,6 +11,7 @@ export function registerEventsCommand(program: Command, io: CliIo): void {
     .option('--bare', 'print only the events, one per line')
     .action(async (sessionId: string, options: { fromSeq: number; bare?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const { EventStore } = await import('../../store/event-store.js');
       const printed = await withDatabase(url, async (db) => {
         let count = 0;
         for await (const stored of new EventStore(db).readSessionText(sessionId, { fromSeq: options.fromSeq })) {

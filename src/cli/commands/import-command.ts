@@ -1,15 +1,15 @@
-import { stat } from 'node:fs/promises';
+// fs.promises, read when used: loading node:fs/promises at every command's start costs a millisecond or two.
+import { promises as fs } from 'node:fs';
 import type { Command } from 'commander';
-import { type ImportProgress, type ImportReport, importLogs } from '../../import/import-logs.js';
+import type { ImportProgress, ImportReport } from '../../import/import-logs.js';
 import type { JournalCounts } from '../../import/import-kernel-journal.js';
-import { DEFAULT_CHUNK_SIZE } from '../../import/log-writer.js';
+import { DEFAULT_CHUNK_SIZE } from '../../import/default-chunk-size.js';
 import { MAX_JSON_DEPTH } from '../../json/parse-json.js';
-import { EventStore } from '../../store/event-store.js';
 import type { Limits } from '../../store/limits.js';
 import { resolveLimits, withLimitOptions } from '../limit-options.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
-import { ProgressLine } from '../progress-line.js';
+import type { ProgressLine } from '../progress-line.js';
 import { countOf } from '../../text/count-of.js';
 
 /** Files of a directory stored at once (and database connections to do it). */
@@ -46,6 +46,11 @@ is a conflict. Exit code 1 when any unit was rejected.`,
     )
     .action(async (source: string, options: { strict?: boolean; chunkSize: number } & Limits, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const [{ importLogs }, { EventStore }, { ProgressLine }] = await Promise.all([
+        import('../../import/import-logs.js'),
+        import('../../store/event-store.js'),
+        import('../progress-line.js'),
+      ]);
       const limits = resolveLimits(options, io.env);
       const progress = new ProgressLine(io.stderr, 'importing');
       const bytesTotal = progress.visible ? await sizeOfFile(source) : undefined;
@@ -123,6 +128,6 @@ function showProgress(progress: ProgressLine, p: ImportProgress, bytesTotal: num
 /** The size of `source` when it is a regular file (not standard input, not a directory). */
 async function sizeOfFile(source: string): Promise<number | undefined> {
   if (source === '-') return undefined;
-  const stats = await stat(source).catch(() => undefined);
+  const stats = await fs.stat(source).catch(() => undefined);
   return stats?.isFile() ? stats.size : undefined;
 }

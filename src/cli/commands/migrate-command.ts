@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { migrateToLatest } from '../../db/migrate.js';
 import { commandProjections } from '../projection-options.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 
@@ -9,6 +8,7 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
     .description("apply the database migrations, the engine's and each projection's, and register the projections (a second run applies nothing)")
     .action(async (_options, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const { migrateToLatest } = await import('../../db/migrate.js');
       const projections = await commandProjections(command, io);
       const applied = await withDatabase(url, (db) => migrateToLatest(db, projections), { rideThrough: { io, rerun: 'work' } });
       await write(io.stdout, applied.length === 0 ? 'schema is up to date; nothing to apply\n' : `applied ${applied.join(', ')}\n`);

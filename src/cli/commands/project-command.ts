@@ -1,19 +1,17 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { openDatabase } from '../../db/open-database.js';
 import type { DB } from '../../db/schema.js';
-import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/create-logger.js';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../observability/log-settings.js';
 import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
-import { ProjectorLog } from '../../observability/projector-log.js';
 import type { Projection } from '../../projector/projection.js';
-import { DEFAULT_BATCH_SIZE, defaultOwner, Projector } from '../../projector/projector.js';
+import { DEFAULT_BATCH_SIZE } from '../../projector/default-batch-size.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, parseMetricsPort } from '../server-address.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
-import { CatchUpProgress } from '../catch-up-progress.js';
+import type { CatchUpProgress } from '../catch-up-progress.js';
 import { aboveProgress } from '../progress-line.js';
 
 export { DEFAULT_METRICS_PORT } from '../server-address.js';
@@ -205,6 +203,7 @@ export interface ProjectDaemonOptions {
  * ```
  */
 export async function runProjectDaemon({ url, projections, flags, settings, io, onStarted }: ProjectDaemonOptions): Promise<void> {
+  const { createLogger } = await import('../../observability/create-logger.js');
   // --once may draw its progress on stderr.
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: flags.once ? aboveProgress(io.stderr) : io.stderr });
   const stop = new AbortController();
@@ -231,6 +230,7 @@ interface ProjectRun extends ProjectDaemonOptions {
 
 /** Runs the daemon (or `--once`): a projector per projection, with its logs and, unless off, the metrics and health server. */
 async function project(db: Kysely<DB>, { url, projections, flags, settings, log, io, signal, onStarted }: ProjectRun): Promise<void> {
+  const [{ ProjectorLog }, { defaultOwner, Projector }] = await Promise.all([import('../../observability/projector-log.js'), import('../../projector/projector.js')]);
   let monitor: ProjectorMonitor | undefined;
   const owner = flags.owner ?? defaultOwner();
   const ownerLog = log.child({ owner });
@@ -259,6 +259,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
     }
     if (flags.once) {
       // Side by side: a projection far behind holds no other back.
+      const { CatchUpProgress } = await import('../catch-up-progress.js');
       progress = await CatchUpProgress.start(db, io.stderr, ownerLog, projections.map((projection) => projection.name));
       const reports = await Promise.all(runs.map(({ projector }) => projector.catchUp(signal))).finally(() => progress?.done());
       for (const [i, report] of reports.entries()) {
@@ -299,6 +300,7 @@ async function serveMonitor(
   // Loaded only here: a daemon without metrics (project --once) starts without prom-client or the console.
   const { startProjectorMonitor } = await import('../../observability/projector-monitor.js');
   const { CONSOLE_CONNECTIONS, createConsoleRoutes } = await import('../../console/console-routes.js');
+  const { openDatabase } = await import('../../db/open-database.js');
   // The console reads on connections of its own: a page never waits for a batch, nor holds up a lease renewal.
   const consoleDb = openDatabase({ connectionString: url, applicationName: 'os-audit-console', maxConnections: CONSOLE_CONNECTIONS });
   try {

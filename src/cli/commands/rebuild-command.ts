@@ -1,11 +1,10 @@
 import type { Command } from 'commander';
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.js';
-import { DEFAULT_BATCH_SIZE } from '../../projector/projector.js';
-import { type RebuildReport, rebuildProjection } from '../../projector/rebuild-projection.js';
+import { DEFAULT_BATCH_SIZE } from '../../projector/default-batch-size.js';
+import type { RebuildReport } from '../../projector/rebuild-projection.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
-import { ProgressLine } from '../progress-line.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
 
@@ -18,6 +17,7 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
     .option('--skip-invalid', 'set events a projection cannot read aside instead of stopping their session')
     .action(async (options: { batchSize: number; skipInvalid?: boolean; projection?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const [{ rebuildProjection }, { ProgressLine }] = await Promise.all([import('../../projector/rebuild-projection.js'), import('../progress-line.js')]);
       for (const projection of chooseProjections(await commandProjections(command, io), options.projection)) {
         const progress = new ProgressLine(io.stderr, `rebuilding ${projection.name}`);
         let report: RebuildReport;

@@ -1,9 +1,5 @@
 import type { Command } from 'commander';
 import type { JsonValue } from '../../json/json-value.js';
-import { indentJson } from '../../json/json-text.js';
-import { stringifyJson } from '../../json/stringify-json.js';
-import { foldStoredLog, readStoredSnapshot, skippedPositions } from '../../projector/stored-snapshot.js';
-import { EventStore } from '../../store/event-store.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
@@ -17,6 +13,11 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
     .option('--at-seq <seq>', 'the snapshot as it was after this seq (folded from the log)', integerOption(0))
     .action(async (sessionId: string, options: { atSeq?: number; projection?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const [{ indentJson }, { stringifyJson }, { foldStoredLog, readStoredSnapshot, skippedPositions }] = await Promise.all([
+        import('../../json/json-text.js'),
+        import('../../json/stringify-json.js'),
+        import('../../projector/stored-snapshot.js'),
+      ]);
       const projection = chooseProjections(await commandProjections(command, io), options.projection, true)[0]!;
       const snapshot = await withDatabase(url, async (db): Promise<JsonValue> => {
         if (options.atSeq === undefined) {
@@ -26,6 +27,8 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
           }
           return stored.json;
         }
+        // The event store (and its COPY code) only for a fold: a stored snapshot needs neither.
+        const { EventStore } = await import('../../store/event-store.js');
         const store = new EventStore(db);
         const last = await store.lastSeq(sessionId);
         if (options.atSeq > last) {

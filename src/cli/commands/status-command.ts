@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { type ProjectionStatus, readProjectionStatus } from '../../projector/projection-status.js';
+import type { ProjectionStatus } from '../../projector/projection-status.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
@@ -15,6 +15,7 @@ export function registerStatusCommand(program: Command, io: CliIo): void {
     .addHelpText('after', '\nExit code 1 when a projection is halted (its last error is newer than its last progress), or behind more than --fail-if-behind.')
     .action(async (options: { json?: boolean; projection?: string; failIfBehind?: number }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const { readProjectionStatus } = await import('../../projector/projection-status.js');
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
       const statuses = await withDatabase(
         url,

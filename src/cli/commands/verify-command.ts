@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import type { Projection } from '../../projector/projection.js';
-import { type VerifyReport, type VerifySelection, verifyProjection } from '../../projector/verify-projection.js';
+import type { VerifyReport, VerifySelection } from '../../projector/verify-projection.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
-import { ProgressLine } from '../progress-line.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
 
@@ -22,6 +21,7 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
       if (chosen !== 1) throw new CliError('name sessions, or give --all or --sample N (one of them)', 2);
       const selection: VerifySelection = options.all ? { all: true } : options.sample !== undefined ? { sample: options.sample } : { sessions };
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
+      const [{ verifyProjection }, { ProgressLine }] = await Promise.all([import('../../projector/verify-projection.js'), import('../progress-line.js')]);
       const reports = await withDatabase(
         url,
         async (db) => {
