@@ -4,7 +4,8 @@ import { formatTime, sessionHref } from './layout.js';
 
 /**
  * The projections page's body: each projection's position, lag, fold rate (filled in by the
- * page's script from successive reads), leader, events set aside (`--skip-invalid`), last error, and the sessions it halted with
+ * page's script from successive reads), leader, events set aside (`--skip-invalid`), whether it is halted (`os-audit status`'s sense: its last error is newer than its
+ * last progress), and the sessions it halted with
  * the event, the reason and a link to that event.
  *
  * @example
@@ -14,7 +15,7 @@ import { formatTime, sessionHref } from './layout.js';
  */
 export function renderProjections(projections: readonly ConsoleProjection[]): Html {
   return html`<table class="projections">
-<thead><tr><th>projection</th><th>position</th><th>events folded</th><th>rate</th><th>lag</th><th>leader</th><th>halted sessions</th><th>set aside</th><th>last error</th></tr></thead>
+<thead><tr><th>projection</th><th>position</th><th>events folded</th><th>rate</th><th>lag</th><th>leader</th><th>halted sessions</th><th>set aside</th><th>halted (last error)</th></tr></thead>
 <tbody>${projections.map(
     (p) => html`<tr data-projection="${p.projection}">
 <td>${p.projection}</td>
@@ -25,7 +26,7 @@ export function renderProjections(projections: readonly ConsoleProjection[]): Ht
 <td>${p.leader === null ? html`<span class="muted">none yet</span>` : html`${p.leader} <span class="${p.leaderLive ? 'ok' : 'bad'}">${p.leaderLive ? 'live' : 'expired'}</span>`}</td>
 <td class="number">${p.haltedTotal}</td>
 <td class="number">${p.skippedEvents ?? html`<span class="muted" title="not readable by this role">–</span>`}</td>
-<td>${p.lastError === null ? html`<span class="muted">${p.skippedEvents === null ? 'not readable by this role' : 'none'}</span>` : html`${p.lastError.message}${p.lastError.at ? html` <span class="muted">(${formatTime(p.lastError.at)})</span>` : ''}`}</td>
+<td>${p.lastError === null ? html`<span class="muted">${p.skippedEvents === null ? 'not readable by this role' : 'no'}</span>` : html`<span class="bad">halted</span>: ${p.lastError.message}${p.lastError.at ? html` <span class="muted">(since ${formatTime(p.lastError.at)})</span>` : ''}`}</td>
 </tr>`,
   )}</tbody>
 </table>
