@@ -16,13 +16,17 @@ const cli = (args: string[], env: NodeJS.ProcessEnv = { DATABASE_URL: testDb.url
 const oneEvent = '{"session_id":"s1","seq":0,"event":{"kind":"run_started"}}\n';
 
 /** `url` with another database name, user or port. */
-function changed(url: string, change: { database?: string; user?: string; port?: number }): string {
+function changed(url: string, change: { database?: string; user?: string; password?: string; port?: number }): string {
   const parsed = new URL(url);
   if (change.database !== undefined) parsed.pathname = `/${change.database}`;
   if (change.user !== undefined) parsed.username = change.user;
+  if (change.password !== undefined) parsed.password = change.password;
   if (change.port !== undefined) parsed.port = String(change.port);
   return parsed.toString();
 }
+
+/** The password of the roles these tests make: the embedded server asks for one, where a local server may trust. */
+const ROLE_PASSWORD = 'os-audit-test';
 
 /** A TCP port nobody listens on (taken, then given back). */
 async function closedPort(): Promise<number> {
@@ -95,9 +99,9 @@ describe('ordinary mistakes: one line that says what to do', () => {
     await admin.connect();
     const role = `os_audit_weak_${process.pid}`;
     try {
-      await admin.query(`CREATE ROLE ${role} LOGIN`);
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${ROLE_PASSWORD}'`);
       expectOneLine(
-        await cli(['migrate'], { DATABASE_URL: changed(fresh.url, { user: role }) }),
+        await cli(['migrate'], { DATABASE_URL: changed(fresh.url, { user: role, password: ROLE_PASSWORD }) }),
         1,
         new RegExp(`^os-audit: migrating failed before any migration ran: role ${role} may not create tables in schema public: migrate as the database's owner, or GRANT CREATE ON SCHEMA public TO ${role}$`, 'm'),
       );
@@ -138,8 +142,8 @@ describe('ordinary mistakes: one line that says what to do', () => {
     await admin.connect();
     const role = `os_audit_nologin_${process.pid}`;
     try {
-      await admin.query(`CREATE ROLE ${role} NOLOGIN`);
-      expectOneLine(await cli(['status'], { DATABASE_URL: changed(testDb.url, { user: role }) }), 1, new RegExp(`^os-audit: role "${role}" is not permitted to log in \\(from DATABASE_URL\\): fix the user or password in the URL$`, 'm'));
+      await admin.query(`CREATE ROLE ${role} NOLOGIN PASSWORD '${ROLE_PASSWORD}'`);
+      expectOneLine(await cli(['status'], { DATABASE_URL: changed(testDb.url, { user: role, password: ROLE_PASSWORD }) }), 1, new RegExp(`^os-audit: role "${role}" is not permitted to log in \\(from DATABASE_URL\\): fix the user or password in the URL$`, 'm'));
     } finally {
       await admin.query(`DROP ROLE IF EXISTS ${role}`);
       await admin.end();

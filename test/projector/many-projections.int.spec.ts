@@ -70,6 +70,11 @@ describe('one daemon, several projections', () => {
       return rows.length === 1;
     });
     await pollUntil('/readyz 200', async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 30_000 });
+    // Each projection folds on its own (on Citus, each session on its own too): verify once none is behind.
+    await pollUntil('every projection to fold every event', async () => {
+      const { rows } = await sql<{ behind: number }>`SELECT coalesce(sum(lag_events), 0)::int AS behind FROM os_projection_lag`.execute(testDb.db);
+      return rows[0]!.behind === 0;
+    });
 
     const verified = await cli(['verify', '--all']);
     expect(verified.code, verified.stdout).toBe(0);
