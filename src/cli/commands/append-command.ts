@@ -1,4 +1,3 @@
-import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { readEventLines } from '../../import/event-lines.js';
@@ -123,6 +122,8 @@ function* eventsOfArray(array: ArrayText, name: string, sessionId: string) {
 
 /** A file of events to read, refused at once when it is missing, unreadable or a directory. */
 async function openEventFile(name: string): Promise<Readable> {
+  // Loaded here: node:fs/promises costs every other command's start a few milliseconds.
+  const { open } = await import('node:fs/promises');
   const file = await open(name);
   if ((await file.stat()).isDirectory()) {
     await file.close();
