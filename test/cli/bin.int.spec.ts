@@ -52,4 +52,10 @@ describe('the bin (dist/cli, bundled)', () => {
     expect(JSON.parse(first.stdout)).toMatchObject({ last_suspend: expect.anything() });
     expect(second.stdout).toBe(first.stdout);
   });
+
+  it('calls import() only through the dynamic-import hook: in a script run from its code cache, Node 20 has no import()', () => {
+    const bundle = readFileSync(path.join(path.dirname(bin), 'os-audit-bundle.cjs'), 'utf8');
+    // The hook's own fallback (src/runtime/dynamic-import.ts) is the one import() left; any other one fails at run time.
+    expect(bundle.match(/(?<![\w$.])import\(/g)).toHaveLength(1);
+  });
 });

@@ -1,3 +1,5 @@
+// fs.promises, read when used: loading node:fs/promises at every command's start costs a millisecond or two.
+import { promises as fs } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { readEventLines } from '../../import/event-lines.js';
@@ -122,9 +124,7 @@ function* eventsOfArray(array: ArrayText, name: string, sessionId: string) {
 
 /** A file of events to read, refused at once when it is missing, unreadable or a directory. */
 async function openEventFile(name: string): Promise<Readable> {
-  // Loaded here: node:fs/promises costs every other command's start a few milliseconds.
-  const { open } = await import('node:fs/promises');
-  const file = await open(name);
+  const file = await fs.open(name);
   if ((await file.stat()).isDirectory()) {
     await file.close();
     throw new CliError(`${name} is a directory: give a file of events, or - for standard input`);
