@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { environmentSetting } from '../environment-setting.js';
 import { commandProjections } from '../projection-options.js';
 import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, isPortText, listenError } from '../server-address.js';
 
@@ -23,7 +24,7 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
     )
     .action(async (flags: ConsoleFlags, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const port = flags.metricsPort ?? fromEnv(io.env, 'OS_AUDIT_METRICS_PORT', parseConsolePort) ?? DEFAULT_METRICS_PORT;
+      const port = flags.metricsPort ?? environmentSetting(io.env, 'OS_AUDIT_METRICS_PORT', parseConsolePort) ?? DEFAULT_METRICS_PORT;
       const host = flags.metricsHost ?? (io.env.OS_AUDIT_METRICS_HOST || DEFAULT_METRICS_HOST);
       const projections = await commandProjections(command, io);
       // Loaded here, not with the command line: `os-audit --help` stays light.
@@ -51,18 +52,6 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
 function parseConsolePort(text: string): number {
   if (!isPortText(text)) throw new InvalidArgumentError('expected a port from 0 to 65535 (the console cannot be off)');
   return Number(text);
-}
-
-/** The variable parsed, or undefined when it is unset or empty; a usage error (exit code 2) naming it when it is invalid. */
-function fromEnv<T>(env: NodeJS.ProcessEnv, name: string, parse: (text: string) => T): T | undefined {
-  const text = env[name];
-  if (text === undefined || text === '') return undefined;
-  try {
-    return parse(text);
-  } catch (error) {
-    if (error instanceof InvalidArgumentError) throw new CliError(`invalid ${name}=${JSON.stringify(text)}: ${error.message}`, 2);
-    throw error;
-  }
 }
 
 /** Resolves at SIGINT or SIGTERM. */

@@ -6,7 +6,8 @@ import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../../ob
 import type { ProjectorMonitor } from '../../observability/projector-monitor.js';
 import type { Projection } from '../../projector/projection.js';
 import { DEFAULT_BATCH_SIZE } from '../../projector/default-batch-size.js';
-import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { environmentSetting } from '../environment-setting.js';
 import { integerOption } from '../parse-integer-option.js';
 import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, parseMetricsPort } from '../server-address.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
@@ -117,14 +118,7 @@ export function resolveProjectSettings(flags: ProjectFlags, env: NodeJS.ProcessE
     if (given !== undefined) return given as ProjectSettings[Name];
     if (name === 'metricsPort' && flags.once) return 'off' as ProjectSettings[Name];
     const definition = SETTINGS[name] as Setting<ProjectSettings[Name]>;
-    const text = env[definition.env];
-    if (text === undefined || text === '') return definition.defaultValue;
-    try {
-      return definition.parse(text);
-    } catch (error) {
-      if (error instanceof InvalidArgumentError) throw new CliError(`invalid ${definition.env}=${JSON.stringify(text)}: ${error.message}`, 2);
-      throw error;
-    }
+    return environmentSetting(env, definition.env, definition.parse) ?? definition.defaultValue;
   };
   return {
     batchSize: resolve('batchSize'),
