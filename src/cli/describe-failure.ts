@@ -27,11 +27,15 @@ export function checkDatabaseUrl(url: string, from: DatabaseUrlSource): void {
   const expected = `expected postgres:// or postgresql://, e.g. ${EXAMPLE_URL}`;
   if (scheme === undefined) throw new CliError(`${from} is not a URL: ${expected}`, 2);
   if (scheme !== 'postgres' && scheme !== 'postgresql') throw new CliError(`${from} is a ${scheme}:// URL: ${expected}`, 2);
+  if (parseDatabaseUrl(url) === undefined) throw new CliError(`${from} is not a valid URL: ${expected}`, 2);
+}
+
+/** The URL as WHATWG parses it, or undefined; libpq also takes no host before the path (`postgres://user@/db?host=/run/postgresql`). */
+function parseDatabaseUrl(url: string): URL | undefined {
   try {
-    // libpq also takes no host before the path (`postgres://user@/db?host=/run/postgresql`).
-    new URL(url.replace(/@\//, '@localhost/'));
+    return new URL(url.replace(/@\//, '@localhost/'));
   } catch {
-    throw new CliError(`${from} is not a valid URL: ${expected}`, 2);
+    return undefined;
   }
 }
 
@@ -101,9 +105,10 @@ function databaseLabel(url: string | undefined): string {
 }
 
 function databaseName(url: string | undefined): string | undefined {
-  if (url === undefined) return undefined;
+  const pathname = url === undefined ? undefined : parseDatabaseUrl(url)?.pathname;
+  if (pathname === undefined) return undefined;
   try {
-    return decodeURIComponent(new URL(url.replace(/@\//, '@localhost/')).pathname.slice(1)) || undefined;
+    return decodeURIComponent(pathname.slice(1)) || undefined;
   } catch {
     return undefined;
   }
