@@ -7,6 +7,10 @@ export const DEFAULT_METRICS_PORT = 9464;
 /** The default address that server listens on. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1';
 
+/** The environment variables of `--metrics-port` and `--metrics-host`, for the daemon and the console alike. */
+export const METRICS_PORT_ENV = 'OS_AUDIT_METRICS_PORT';
+export const METRICS_HOST_ENV = 'OS_AUDIT_METRICS_HOST';
+
 /**
  * Whether `text` is a TCP port, 0 to 65535 (0: any free one).
  *
@@ -54,6 +58,6 @@ export function listenError(error: unknown, { host, port, what, hint = '' }: { h
   if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES' && code !== 'ENOTFOUND') return error;
   return new CliError(
     `cannot serve ${what} on ${host}:${port}: ${(error as Error).message} ` +
-      `(set --metrics-port or OS_AUDIT_METRICS_PORT to another port, 0 for any free one${hint}; or --metrics-host or OS_AUDIT_METRICS_HOST to another address)`,
+      `(set --metrics-port or ${METRICS_PORT_ENV} to another port, 0 for any free one${hint}; or --metrics-host or ${METRICS_HOST_ENV} to another address)`,
   );
 }

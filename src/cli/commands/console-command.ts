@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { environmentSetting } from '../environment-setting.js';
 import { commandProjections } from '../projection-options.js';
-import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, isPortText, listenError } from '../server-address.js';
+import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, isPortText, listenError, METRICS_HOST_ENV, METRICS_PORT_ENV } from '../server-address.js';
 
 interface ConsoleFlags {
   metricsPort?: number;
@@ -14,9 +14,9 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
     .command('console')
     .description('serve the read-only web console alone (no projector), on the address of the daemon\'s /metrics')
     .addOption(
-      new Option('--metrics-port <port>', `port to listen on; 0 picks a free one (env OS_AUDIT_METRICS_PORT; default ${DEFAULT_METRICS_PORT})`).argParser(parseConsolePort),
+      new Option('--metrics-port <port>', `port to listen on; 0 picks a free one (env ${METRICS_PORT_ENV}; default ${DEFAULT_METRICS_PORT})`).argParser(parseConsolePort),
     )
-    .addOption(new Option('--metrics-host <host>', `address to listen on; 0.0.0.0: every interface (env OS_AUDIT_METRICS_HOST; default ${DEFAULT_METRICS_HOST})`))
+    .addOption(new Option('--metrics-host <host>', `address to listen on; 0.0.0.0: every interface (env ${METRICS_HOST_ENV}; default ${DEFAULT_METRICS_HOST})`))
     .addHelpText(
       'after',
       '\nThe daemon (`os-audit project`, `os-audit up`) serves the same console next to /metrics; run this one to browse a\n' +
@@ -24,8 +24,8 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
     )
     .action(async (flags: ConsoleFlags, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const port = flags.metricsPort ?? environmentSetting(io.env, 'OS_AUDIT_METRICS_PORT', parseConsolePort) ?? DEFAULT_METRICS_PORT;
-      const host = flags.metricsHost ?? (io.env.OS_AUDIT_METRICS_HOST || DEFAULT_METRICS_HOST);
+      const port = flags.metricsPort ?? environmentSetting(io.env, METRICS_PORT_ENV, parseConsolePort) ?? DEFAULT_METRICS_PORT;
+      const host = flags.metricsHost ?? (io.env[METRICS_HOST_ENV] || DEFAULT_METRICS_HOST);
       const projections = await commandProjections(command, io);
       // Loaded here, not with the command line: `os-audit --help` stays light.
       const { startObservabilityServer } = await import('../../observability/observability-server.js');

@@ -9,7 +9,7 @@ import { DEFAULT_BATCH_SIZE } from '../../projector/default-batch-size.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { environmentSetting } from '../environment-setting.js';
 import { integerOption } from '../parse-integer-option.js';
-import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, parseMetricsPort } from '../server-address.js';
+import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, METRICS_HOST_ENV, METRICS_PORT_ENV, parseMetricsPort } from '../server-address.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
 import type { CatchUpProgress } from '../catch-up-progress.js';
@@ -62,7 +62,7 @@ const SETTINGS = {
   }),
   metricsPort: setting<number | 'off'>({
     flags: '--metrics-port <port>',
-    env: 'OS_AUDIT_METRICS_PORT',
+    env: METRICS_PORT_ENV,
     description: 'port of /metrics, /healthz and /readyz: 0 picks a free one (logged), off serves none',
     parse: parseMetricsPort,
     defaultValue: DEFAULT_METRICS_PORT,
@@ -70,7 +70,7 @@ const SETTINGS = {
   }),
   metricsHost: setting({
     flags: '--metrics-host <host>',
-    env: 'OS_AUDIT_METRICS_HOST',
+    env: METRICS_HOST_ENV,
     description: 'address the metrics server listens on (0.0.0.0: every interface, e.g. in a container)',
     parse: (text) => text,
     defaultValue: DEFAULT_METRICS_HOST,
