@@ -292,6 +292,8 @@ export async function watchIdleLocalPostgres(dataDir: string, idleMs: number): P
         const idle = (await readIdle(server.dataDir)) ?? (await markIdle(server.dataDir, idleMs));
         if (Date.now() < Date.parse(idle.stopsAt)) return false;
         await stopServer(server);
+        // In the same locked step, so that no reader sees a stopped server still marked idle.
+        await clearIdle(server.dataDir);
         return true;
       });
     }
