@@ -1,11 +1,12 @@
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import { LeaseLostError } from '../../src/projector/lease.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
 import { onCitus, useTestDatabase } from '../support/test-database.js';
+import { pollUntil } from '../support/daemon-process.js';
 
 const testDb = useTestDatabase();
 
@@ -20,6 +21,8 @@ describe('the lease', () => {
     // A lock on a snapshot table holds the leader's batch back past its lease's expiry.
     const blocker = new pg.Client({ connectionString: testDb.url });
     await blocker.connect();
+    // Ended on a failure too: an open blocker would hold the horizon for the tests after.
+    onTestFinished(() => blocker.end());
     await blocker.query('BEGIN');
     await blocker.query('LOCK TABLE os_signals IN SHARE MODE');
     const batch = projector.step().then(
@@ -29,7 +32,9 @@ describe('the lease', () => {
     if (onCitus) {
       // On Citus a batch keeps the lease's row locked until it ends (docs/scale-out.md): the
       // rival waits for it instead of fencing it out. The batch renews the lease as it ends, so
-      // the rival finds it held, and takes over once the leader has let it lapse.
+      // the rival finds it held, and takes over once the leader has let it lapse. The rival
+      // tries once the batch holds that row: before, it would find the lease live and give up.
+      await pollUntil('the batch to lock the lease row', () => leaseRowLocked(testDb.url), { timeoutMs: 20_000, intervalMs: 20 });
       const rivalLeads = rival.lead();
       const early = await Promise.race([rivalLeads, new Promise((resolve) => setTimeout(() => resolve('waiting'), 1200))]);
       expect(early).toBe('waiting');
@@ -64,6 +69,8 @@ describe('the lease', () => {
     expect(await projector.lead()).toBe(true);
     const blocker = new pg.Client({ connectionString: testDb.url });
     await blocker.connect();
+    // Ended on a failure too: an open blocker would hold the horizon for the tests after.
+    onTestFinished(() => blocker.end());
     await blocker.query('BEGIN');
     await blocker.query('LOCK TABLE os_signals IN SHARE MODE');
     const batch = projector.step();
@@ -76,3 +83,20 @@ describe('the lease', () => {
     expect(await verifyOsSnapshots(testDb.db, { sessions: ['slow-alone'] })).toMatchObject({ mismatches: [], pending: [] });
   });
 });
+
+/** Whether a transaction holds the row of os_snapshot's lease locked (a batch renewing it, until its commit). */
+async function leaseRowLocked(url: string): Promise<boolean> {
+  const probe = new pg.Client({ connectionString: url });
+  await probe.connect();
+  try {
+    await probe.query('BEGIN');
+    await probe.query("SELECT FROM projection_leases WHERE projection = 'os_snapshot' FOR UPDATE NOWAIT");
+    return false;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === '55P03') return true;
+    throw error;
+  } finally {
+    await probe.query('ROLLBACK').catch(() => {});
+    await probe.end();
+  }
+}
