@@ -79,7 +79,11 @@ export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Pro
   try {
     return retry !== undefined && options.rideThrough?.rerun === 'work' ? await retryOnConnectionLoss(() => work(db), retry) : await work(db);
   } finally {
-    await db.destroy();
+    // Sends each connection's Terminate now, without waiting for the server to hang up (about 2
+    // ms of every command): the CLI's process ends once the command returns (main.ts), and a
+    // process that goes on (the tests) has the sockets close by themselves. Ending can only fail
+    // on a connection already broken, which there is nothing left to tell about.
+    db.destroy().catch(() => {});
   }
 }
 

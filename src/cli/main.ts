@@ -17,5 +17,13 @@ void runCli(process.argv.slice(2), {
   stderr: process.stderr,
   env: process.env,
 }).then((code) => {
-  process.exitCode = code;
+  // Exits once the output is written rather than when the event loop empties: the database's
+  // sockets would keep the process until the server hangs up (see withDatabase).
+  let unflushed = 2;
+  const exitWhenFlushed = () => {
+    unflushed -= 1;
+    if (unflushed === 0) process.exit(code);
+  };
+  process.stdout.write('', exitWhenFlushed);
+  process.stderr.write('', exitWhenFlushed);
 });
