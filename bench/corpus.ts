@@ -45,6 +45,21 @@ export const V0_2_60_KINDS = ['signal_delivery_disposed', 'budget_usage_reported
 export const MIN_BODY_BYTES = 300;
 export const MAX_BODY_BYTES = 800;
 
+/** The sizes the bodies of a corpus are drawn from (UTF-8 bytes of each event's JSON). */
+export interface BodyBytes {
+  min: number;
+  max: number;
+}
+
+/** The corpus of round one (and of every figure but the small events'): 300–800 bytes, as tool calls and messages are. */
+export const FULL_BODIES: BodyBytes = { min: MIN_BODY_BYTES, max: MAX_BODY_BYTES };
+
+/**
+ * Small events, as many runtimes write them (checkpoints, page-ins): about 180 bytes. A kind
+ * whose fields alone take more keeps them, so a few bodies are larger.
+ */
+export const SMALL_BODIES: BodyBytes = { min: 130, max: 230 };
+
 /** One generated event, ready for the API (`event`), a JSONL file or COPY (`json`). */
 export interface CorpusEvent {
   kind: string;
@@ -208,6 +223,7 @@ export class SessionScript {
     readonly sessionId: string,
     /** Events in the whole log; the last is `run_terminal`. */
     readonly length: number,
+    private readonly bodyBytes: BodyBytes = FULL_BODIES,
   ) {
     const agentCount = prng.int(2, 5);
     this.agents = Array.from({ length: agentCount }, (_, i) => ({
@@ -242,15 +258,16 @@ export class SessionScript {
     const build = this.builder(kind);
     // A size drawn in the range; the text is cut to fit the last size seen of this kind without
     // its text (one JSON.stringify per event, the costly part), then corrected if need be.
-    const target = prng.int(MIN_BODY_BYTES + 10, MAX_BODY_BYTES - 10);
+    const { min, max } = this.bodyBytes;
+    const target = prng.int(min + 10, max - 10);
     let base = this.pool.baseBytes.get(kind);
     if (base === undefined) base = Buffer.byteLength(JSON.stringify(build('')));
     let pad = this.pool.take(prng, target - base);
     let event = build(pad);
     let json = JSON.stringify(event);
     let bytes = Buffer.byteLength(json);
-    for (let attempt = 0; (bytes > MAX_BODY_BYTES || bytes < MIN_BODY_BYTES) && attempt < 5; attempt++) {
-      pad = bytes > MAX_BODY_BYTES
+    for (let attempt = 0; (bytes > max || bytes < min) && attempt < 5; attempt++) {
+      pad = bytes > max
         ? pad.slice(0, Math.max(0, pad.length - (bytes - target)))
         : this.pool.take(prng, pad.length + (target - bytes));
       event = build(pad);
@@ -536,6 +553,8 @@ function turnColumn(kind: string, event: JsonObject): number | null {
 export interface CorpusOptions {
   seed: string;
   prefix: string;
+  /** Default {@link FULL_BODIES}. */
+  bodyBytes?: BodyBytes;
 }
 
 /** Makes sessions of a corpus, each from its own seeded stream. */
@@ -558,7 +577,7 @@ export class SessionFactory {
   session(length: number): SessionScript {
     const index = this.count++;
     const sessionId = `${this.options.prefix}-${String(index).padStart(6, '0')}`;
-    return new SessionScript(new Prng(`${this.options.seed}/${index}`), this.pool, sessionId, length);
+    return new SessionScript(new Prng(`${this.options.seed}/${index}`), this.pool, sessionId, length, this.options.bodyBytes);
   }
 }
 

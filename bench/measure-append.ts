@@ -85,7 +85,8 @@ export type AppendMethod =
   | { type: 'copy' }
   | { type: 'api'; batch: number; writers: number }
   | { type: 'import'; directory: string }
-  | { type: 'import-cli'; file: string; cliEntry: string };
+  /** `os-audit import PATH` run by `cliEntry`, timed from spawn to exit; `label` says which way (in the figure's name). */
+  | { type: 'import-cli'; path: string; cliEntry: string; label: string };
 
 /** A new migrated database to append into (on one server, or on a Citus cluster), dropped after each sample. */
 export type NewDatabase = () => Promise<ScratchDatabase>;
@@ -99,7 +100,7 @@ export function methodName(method: AppendMethod): string {
     case 'import':
       return 'import (importLogs in-process)';
     case 'import-cli':
-      return 'import (os-audit import of one stream, start-up included)';
+      return `import (${method.label}, start-up included)`;
   }
 }
 
@@ -214,7 +215,7 @@ async function timeMethod(scratch: ScratchDatabase, corpus: AppendCorpus, method
     }
     case 'import-cli': {
       await checkpointDatabase(scratch.db);
-      return timedCli(method.cliEntry, ['import', method.file], scratch.url);
+      return timedCli(method.cliEntry, ['import', method.path], scratch.url);
     }
   }
 }

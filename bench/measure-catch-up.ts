@@ -115,7 +115,7 @@ export async function runProjectorOnce(url: string, cliEntry: string, extraArgs:
   sampler.stop();
   if (code !== 0) throw new Error(`os-audit project --once exited with ${code}:\n${stdout}${stderr}`);
   // A summary per projection: each folded the whole log.
-  const summaries = [...stdout.matchAll(/^(\w+): projected (\d+) events in (\d+) batches/gm)];
+  const summaries = [...stdout.matchAll(/^(\w+): projected (\d+) events? in (\d+) batch(?:es)?/gm)];
   if (summaries.length !== projections.length) throw new Error(`os-audit project --once printed no summary per projection:\n${stdout}${stderr}`);
   const folded = new Set(summaries.map((summary) => Number(summary[2])));
   if (folded.size !== 1) throw new Error(`the projections folded different numbers of events:\n${stdout}`);

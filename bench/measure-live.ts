@@ -20,6 +20,8 @@ export interface LiveOptions {
   windowSeconds: number;
   /** Windows measured one after the other; each gives p50/p99/max, the figures are their medians. */
   windows: number;
+  /** The prefix of the writers' session ids (new sessions for each measurement); default `lv`. */
+  sessionPrefix?: string;
 }
 
 export interface LiveWindow {
@@ -69,7 +71,7 @@ export async function measureLive(
   options: LiveOptions,
   log: (line: string) => void,
 ): Promise<LiveFigures> {
-  await withCheckpoint(url);
+  await settleDatabase(url);
   const daemon = startDaemon(url, cliEntry);
   const rss = new RssSampler(daemon.child.pid!, 100);
   rss.start();
@@ -85,7 +87,7 @@ export async function measureLive(
     const intervalMs = (1000 * options.batch) / perWriterRate;
     const totalSeconds = options.warmupSeconds + options.windows * options.windowSeconds;
     const appendsPerWriter = Math.ceil((totalSeconds * 1000) / intervalMs) + 50;
-    const factory = new SessionFactory({ seed, prefix: 'lv' });
+    const factory = new SessionFactory({ seed, prefix: options.sessionPrefix ?? 'lv' });
     // Every batch made before the clock starts: generating events is not the writers' cost.
     const plans = Array.from({ length: options.writers }, () => planWriter(factory, options, appendsPerWriter));
 
@@ -204,10 +206,16 @@ export async function measureLive(
 }
 
 /** Flushes what earlier phases wrote, so that their checkpoint does not fall in the windows. */
-async function withCheckpoint(url: string): Promise<void> {
+/**
+ * Starts from a settled database, as a daemon's steady state is: what came before (a catch-up
+ * that emptied and refilled the snapshot tables) is vacuumed and analyzed now rather than by
+ * autovacuum during the windows, and flushed by a CHECKPOINT rather than on their time.
+ */
+async function settleDatabase(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    await client.query('VACUUM ANALYZE');
     await client.query('CHECKPOINT');
   } finally {
     await client.end();
@@ -272,4 +280,49 @@ function startDaemon(url: string, cliEntry: string): Daemon {
       }
     },
   };
+}
+
+/** One step of {@link measureLiveCeiling}: a rate asked for, and what it gave. */
+export interface LiveCeilingStep {
+  askedEventsPerSecond: number;
+  achievedEventsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** The writers kept the rate (95% of it), every append was seen, and p99 stayed within the bound. */
+  held: boolean;
+}
+
+export interface LiveCeiling {
+  /** The p99 bound a rate must keep, commit → visible. */
+  p99BoundMs: number;
+  steps: LiveCeilingStep[];
+  /** The highest asked rate that held; null when the first did not. */
+  highestEventsPerSecond: number | null;
+}
+
+/**
+ * The highest steady rate the daemon keeps within `p99BoundMs` (commit → visible): {@link measureLive}
+ * at each of `rates` in turn (`base` gives the rest: writers, batch, windows), until one does not
+ * hold. The writers' batches must be large enough for them to reach the rates: at batches of 10,
+ * 8 writers in one Node process top out below 10,000 events/s on 2 cores.
+ */
+export async function measureLiveCeiling(
+  url: string,
+  cliEntry: string,
+  seed: string,
+  base: Omit<LiveOptions, 'eventsPerSecond'>,
+  rates: readonly number[],
+  p99BoundMs: number,
+  log: (line: string) => void,
+): Promise<LiveCeiling> {
+  const steps: LiveCeilingStep[] = [];
+  for (const [i, rate] of rates.entries()) {
+    log(`  ${rate.toLocaleString('en-US')} events/s asked:`);
+    const figures = await measureLive(url, cliEntry, `${seed}/${rate}`, { ...base, eventsPerSecond: rate, sessionPrefix: `lc${i}` }, log);
+    const held = figures.achievedEventsPerSecond >= 0.95 * rate && figures.unseen === 0 && figures.p99Ms <= p99BoundMs;
+    steps.push({ askedEventsPerSecond: rate, achievedEventsPerSecond: figures.achievedEventsPerSecond, p50Ms: figures.p50Ms, p99Ms: figures.p99Ms, held });
+    if (!held) break;
+  }
+  const held = steps.filter((step) => step.held);
+  return { p99BoundMs, steps, highestEventsPerSecond: held.length === 0 ? null : held[held.length - 1]!.askedEventsPerSecond };
 }

@@ -38,12 +38,14 @@ export async function measureScaling(
   try {
     const layout = await probeEventLayout(scratch.db);
     let stored = 0;
+    let rawJsonBytes = 0;
     for (const [index, size] of sizes.entries()) {
       const started = performance.now();
       const corpus = new InterleavedCorpus({ seed: `${seed}/scaling/${index}`, prefix: `sc${index}`, events: size - stored });
       const stats = new CorpusStats();
       await loadRows(scratch.url, layout, corpus.rows(), { onRow: (row) => stats.add(row, 1000) });
       stored = size;
+      rawJsonBytes += stats.bytes;
       const loadSeconds = secondsSince(started);
       log(`  ${size.toLocaleString('en-US')} events stored (${loadSeconds.toFixed(1)} s to generate and load)`);
 
@@ -54,7 +56,7 @@ export async function measureScaling(
       const run = await runProjectorOnce(scratch.url, cliEntry);
       if (run.eventsApplied !== size) throw new Error(`the projector folded ${run.eventsApplied} events, not ${size}`);
       const digest = await snapshotDigest(scratch.db);
-      const disk = await diskSize(scratch.db);
+      const disk = await diskSize(scratch.db, rawJsonBytes);
       const point: ScalingPoint = {
         events: size,
         projectorSeconds: run.seconds,

@@ -21,19 +21,20 @@ import { startPostgres } from '../test/support/postgres-server.js';
 import { createScratchDatabase } from '../test/support/scratch-database.js';
 import { loadRows, probeEventLayout } from './copy-rows.js';
 import { CorpusStats, InterleavedCorpus } from './corpus.js';
-import { describeDiskSize, diskSize } from './disk-size.js';
+import { describeDiskSize, diskSize, smallEventsDiskSize } from './disk-size.js';
 import { describeEnvironment, describeEnvironmentLines } from './environment.js';
 import { type AppendMethod, makeAppendCorpus, measureAppends, writeImportDirectory, writeImportStream } from './measure-append.js';
 import { measureCatchUp } from './measure-catch-up.js';
 import { CITUS_WORKERS, measureCitus } from './measure-citus.js';
 import { type CliLatencyFigures, measureCliLatency } from './measure-cli-latency.js';
-import { measureLive } from './measure-live.js';
+import { measureLive, measureLiveCeiling } from './measure-live.js';
 import { growSnapshotTables, measureQuery } from './measure-query.js';
 import { measureScaling } from './measure-scaling.js';
 import { otherLoad } from './other-load.js';
 import { type BenchResults, figureRows, markdownFigureTable, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
 import { citusText } from './report-citus.js';
 import { cliLatencyMarkdown, cliLatencyRows, replaceMarkdownSection } from './report-cli-latency.js';
+import { int } from './format.js';
 import { secondsSince } from './stats.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -44,6 +45,11 @@ const SEED = 'os-audit-bench-1';
 const APPEND_SESSION_LENGTH = 1000;
 const APPEND_WRITERS = 8;
 const QUERY_SESSIONS = 100_000;
+/** Small events (about 180 bytes of JSON each) loaded for their size on disk. */
+const SMALL_EVENTS = 200_000;
+/** The rates tried for the live ceiling, in turn until one does not hold (batches of 100, 8 writers). */
+const LIVE_CEILING_RATES = [5_000, 10_000, 20_000, 30_000, 40_000, 60_000];
+const LIVE_CEILING_P99_MS = 100;
 const SCALING_SIZES = [100_000, 1_000_000, 5_000_000];
 /** Runs of each command of the CLI-latency figure; npx's are slow and only for comparison. */
 const CLI_LATENCY_RUNS = 50;
@@ -199,7 +205,8 @@ async function main(): Promise<void> {
     const appendCorpus = makeAppendCorpus(`${SEED}/append`, appendSessions, APPEND_SESSION_LENGTH);
     const importMethods: AppendMethod[] = [
       { type: 'import', directory: importDirectory },
-      { type: 'import-cli', file: importStream, cliEntry },
+      { type: 'import-cli', path: importStream, cliEntry, label: 'os-audit import of one stream' },
+      { type: 'import-cli', path: importDirectory, cliEntry: binEntry, label: 'os-audit import DIR, the bin' },
     ];
     const append = await phase('append: API and import against raw COPY', async () => {
       appendCorpus.stats.assertRealistic();
@@ -218,6 +225,12 @@ async function main(): Promise<void> {
     });
     if (!options.citus) removeImportFiles();
 
+    const smallEvents = await phase('small events: size on disk', async () => {
+      const size = await smallEventsDiskSize(server.adminUrl, `${SEED}/small`, SMALL_EVENTS);
+      log(`   ${int(SMALL_EVENTS)} events of ${size.meanBodyBytes.toFixed(0)} bytes of JSON on average: ${describeDiskSize(size)}`);
+      return size;
+    });
+
     const database = await createScratchDatabase(server.adminUrl);
     otherLoad.addDatabase(database.name);
     const dropDatabase = once(() => database.drop());
@@ -230,7 +243,7 @@ async function main(): Promise<void> {
         await loadRows(database.url, layout, corpus.rows(), { onRow: (row) => stats.add(row) });
         stats.assertRealistic();
         log(`   corpus: ${stats.describe()}; ${corpus.lastSeqs.size.toLocaleString('en-US')} sessions`);
-        const size = await diskSize(database.db);
+        const size = await diskSize(database.db, stats.bytes);
         log(`   size on disk: ${describeDiskSize(size)}`);
         return size;
       });
@@ -245,6 +258,18 @@ async function main(): Promise<void> {
           cliEntry,
           `${SEED}/live`,
           { writers: 8, eventsPerSecond: 2000, batch: 10, sessionsPerWriter: 4, warmupSeconds: 2, windowSeconds: 10, windows: options.runs },
+          log,
+        ),
+      );
+
+      const liveCeiling = await phase(`live: the highest steady rate with p99 ≤ ${LIVE_CEILING_P99_MS} ms`, () =>
+        measureLiveCeiling(
+          database.url,
+          cliEntry,
+          `${SEED}/live-ceiling`,
+          { writers: 8, batch: 100, sessionsPerWriter: 4, warmupSeconds: 2, windowSeconds: 5, windows: 1 },
+          LIVE_CEILING_RATES,
+          LIVE_CEILING_P99_MS,
           log,
         ),
       );
@@ -293,7 +318,9 @@ async function main(): Promise<void> {
         append,
         catchUp,
         disk,
+        smallEvents,
         live,
+        liveCeiling,
         query,
         cliLatency: cli,
         ...(scaling ? { scaling } : {}),
