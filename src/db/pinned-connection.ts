@@ -43,7 +43,7 @@ export async function withPinnedConnection<T>(db: Kysely<DB>, work: (connection:
     return await work({ client, db: boundDatabase(client) });
   } finally {
     client.off('error', onError);
-    client.release(broken);
+    client.release(broken ?? leftInTransaction(client));
   }
 }
 
@@ -57,4 +57,15 @@ function boundDatabase(client: pg.PoolClient): Kysely<DB> {
     boundDatabases.set(client, bound);
   }
   return bound;
+}
+
+/**
+ * Why `client` must not go back to the pool: it is still inside a transaction, open or failed.
+ * Work that met an error taken for a lost connection does not roll back (on Citus, a worker that
+ * went away fails the statement with SQLSTATE 08 while this connection stays up); closing the
+ * connection ends the transaction, rather than the pool's next user meeting it.
+ */
+function leftInTransaction(client: pg.PoolClient): Error | undefined {
+  const status = client.getTransactionStatus();
+  return status === 'T' || status === 'E' ? new Error('the connection was left inside a transaction') : undefined;
 }
