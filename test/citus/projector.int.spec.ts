@@ -280,6 +280,10 @@ describe.runIf(citusTestsRun)('the projector on Citus', () => {
       // The first leader stops; another takes over within the lease's time.
       const first = leaders[0]!.split(':')[1]!;
       controllers[Number(first.split('-')[1])]!.abort();
+      // Waited for, not only checked at the end: writers done early leave no backlog to wait on.
+      const takenOver = () => leaders.some((leader) => !leader.endsWith(first));
+      const deadline = Date.now() + 15_000;
+      while (!takenOver() && Date.now() < deadline) await sleep(50);
       const written = (await writing).reduce((sum, n) => sum + n, 0);
       await waitForNoBacklog(db, 60_000);
       for (const controller of controllers) controller.abort();
