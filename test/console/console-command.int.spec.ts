@@ -5,7 +5,7 @@ import { createConsoleRoutes } from '../../src/console/console-routes.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import { startObservabilityServer } from '../../src/observability/observability-server.js';
 import { startCli } from '../support/cli-process.js';
-import { startDaemon } from '../support/daemon-process.js';
+import { pollUntil, startDaemon } from '../support/daemon-process.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { useTestDatabase } from '../support/test-database.js';
 
@@ -80,6 +80,8 @@ describe('os-audit console and the daemon serve the web console', () => {
     const daemon = startDaemon(testDb.url, { owner: 'console-daemon' });
     const url = await daemon.metricsUrl();
     expect(daemon.logs.find((record) => record.event === 'listening')?.msg).toBe(`serving the web console on ${url}/ and /metrics, /healthz and /readyz`);
+    // The port is served before the lease is taken: the page names the leader once it leads.
+    await pollUntil('the daemon to lead every projection', async () => daemon.logs.filter((record) => record.event === 'leader').length >= 2, { timeoutMs: 20_000, intervalMs: 50 });
     const projections = await (await fetch(`${url}/`)).text();
     expect(projections).toContain('<td>console-daemon <span class="ok">live</span></td>');
     expect((await fetch(`${url}/metrics`)).status).toBe(200);
