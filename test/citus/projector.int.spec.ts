@@ -16,6 +16,7 @@ import { type CitusCluster, startCitusCluster } from '../support/citus-cluster.j
 import { citusTestCluster, citusTestsRun, useCitusDatabase } from '../support/citus-database.js';
 import { createCitusScratchDatabase } from '../support/citus-scratch-database.js';
 import { writeCorpusStream } from '../support/corpus-stream.js';
+import { pollUntil } from '../support/daemon-process.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { createScratchDatabase, databaseUrl, dropDatabase, type ScratchDatabase, withClient } from '../support/scratch-database.js';
 
@@ -281,9 +282,7 @@ describe.runIf(citusTestsRun)('the projector on Citus', () => {
       const first = leaders[0]!.split(':')[1]!;
       controllers[Number(first.split('-')[1])]!.abort();
       // Waited for, not only checked at the end: writers done early leave no backlog to wait on.
-      const takenOver = () => leaders.some((leader) => !leader.endsWith(first));
-      const deadline = Date.now() + 15_000;
-      while (!takenOver() && Date.now() < deadline) await sleep(50);
+      await pollUntil('another daemon to take the lease over', async () => leaders.some((leader) => !leader.endsWith(first)), { timeoutMs: 15_000, intervalMs: 50 });
       const written = (await writing).reduce((sum, n) => sum + n, 0);
       await waitForNoBacklog(db, 60_000);
       for (const controller of controllers) controller.abort();

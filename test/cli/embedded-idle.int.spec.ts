@@ -76,8 +76,9 @@ describe('the embedded server started for a command', () => {
 
     // The watchdog removes postmaster.pid (pg_ctl stop) and then its idle mark, both under the server's lock.
     await pollUntil('the idle server to stop', async () => postmaster(dataDir) === undefined && !existsSync(path.join(dataDir, 'idle.json')), { timeoutMs: 20_000, intervalMs: 200 });
-    expect(await dbStatus(dataDir)).toMatchObject({ running: false });
-    expect((await dbStatus(dataDir)).idle).toBeUndefined();
+    const stopped = await dbStatus(dataDir);
+    expect(stopped).toMatchObject({ running: false });
+    expect(stopped.idle).toBeUndefined();
   }, 60_000);
 
   it('stops after the idle time when its last command was killed', async () => {
