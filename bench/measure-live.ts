@@ -4,6 +4,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/open-database.js';
 import type { JsonObject } from '../src/json/json-value.js';
 import { EventStore } from '../src/store/event-store.js';
+import { withClient } from '../test/support/scratch-database.js';
 import { type SessionScript, SessionFactory } from './corpus.js';
 import { RssSampler } from './measure-catch-up.js';
 import { median, percentile, sleep } from './stats.js';
@@ -205,21 +206,16 @@ export async function measureLive(
   }
 }
 
-/** Flushes what earlier phases wrote, so that their checkpoint does not fall in the windows. */
 /**
  * Starts from a settled database, as a daemon's steady state is: what came before (a catch-up
  * that emptied and refilled the snapshot tables) is vacuumed and analyzed now rather than by
  * autovacuum during the windows, and flushed by a CHECKPOINT rather than on their time.
  */
 async function settleDatabase(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+  await withClient(url, async (client) => {
     await client.query('VACUUM ANALYZE');
     await client.query('CHECKPOINT');
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /** A writer's appends: batches of its open sessions in turn, a new session when one ends. */

@@ -7,6 +7,7 @@ import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
 import { onCitus, useTestDatabase } from '../support/test-database.js';
 import { pollUntil } from '../support/daemon-process.js';
+import { withClient } from '../support/scratch-database.js';
 
 const testDb = useTestDatabase();
 
@@ -86,17 +87,16 @@ describe('the lease', () => {
 
 /** Whether a transaction holds the row of os_snapshot's lease locked (a batch renewing it, until its commit). */
 async function leaseRowLocked(url: string): Promise<boolean> {
-  const probe = new pg.Client({ connectionString: url });
-  await probe.connect();
-  try {
+  return withClient(url, async (probe) => {
     await probe.query('BEGIN');
-    await probe.query("SELECT FROM projection_leases WHERE projection = 'os_snapshot' FOR UPDATE NOWAIT");
-    return false;
-  } catch (error) {
-    if ((error as { code?: unknown }).code === '55P03') return true;
-    throw error;
-  } finally {
-    await probe.query('ROLLBACK').catch(() => {});
-    await probe.end();
-  }
+    try {
+      await probe.query("SELECT FROM projection_leases WHERE projection = 'os_snapshot' FOR UPDATE NOWAIT");
+      return false;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === '55P03') return true;
+      throw error;
+    } finally {
+      await probe.query('ROLLBACK');
+    }
+  });
 }
