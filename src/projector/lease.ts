@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { acquireLeaseSql, releaseLeaseSql, renewLeaseSql } from './sql/lease-sql.js';
+import { acquireLeaseSql, leaseHolderSql, releaseLeaseSql, renewLeaseSql } from './sql/lease-sql.js';
 
 /** The lease was taken over (or expired): this projector must stop writing. */
 export class LeaseLostError extends Error {
@@ -50,5 +50,11 @@ export class Lease {
 
   async release(held: HeldLease): Promise<void> {
     await releaseLeaseSql(this.projection, held.owner, held.epoch).execute(this.db);
+  }
+
+  /** Who holds the lease now, `undefined` when no one does (it is free or has expired). */
+  async holder(): Promise<string | undefined> {
+    const row = await leaseHolderSql(this.projection).execute(this.db);
+    return row.rows[0]?.owner;
   }
 }

@@ -19,6 +19,8 @@ import { type BatchResult, madeProgress, runBatchStoppingFailures } from './run-
 import { isStoreDistributed } from '../db/distributed-store.js';
 import { DEFAULT_BATCH_SIZE } from './default-batch-size.js';
 import type { StoppedSession } from './sql/batch-sql.js';
+import { type SessionBehind, sessionsBehind, sessionsStillBehind } from './sessions-behind.js';
+import { countOf } from '../text/count-of.js';
 
 /**
  * A projector's name in its lease when none is given: `host:pid:random`. A daemon running
@@ -92,6 +94,11 @@ export interface CatchUpReport {
   stopped: number;
   batches: number;
   checkpoint: Checkpoint | undefined;
+  /**
+   * Set when another projector held the lease and folded what this catch-up waited for (every
+   * session's events as far as its log had reached): that projector's owner.
+   */
+  foldedByLeaseHolder?: string;
 }
 
 /**
@@ -168,8 +175,10 @@ export class Projector {
 
   /**
    * Folds every event committed before the call (`project --once`), then releases the lease.
-   * Waits while another projector holds the lease or an older transaction is still open. (On
-   * Citus a batch reads by seq, not below a horizon: the first batch to find nothing ends it.)
+   * Waits while an older transaction is still open. (On Citus a batch reads by seq, not below
+   * a horizon: the first batch to find nothing ends it.) While another projector holds the
+   * lease (a daemon), returns once that one has folded every session as far as its log had
+   * reached when this one found the lease held ({@link CatchUpReport.foldedByLeaseHolder}).
    */
   async catchUp(signal?: AbortSignal): Promise<CatchUpReport> {
     const report: CatchUpReport = { eventsApplied: 0, skipped: 0, stopped: 0, batches: 0, checkpoint: undefined };
@@ -195,10 +204,20 @@ export class Projector {
     // Whether the horizon had passed `target` before the batch now starting: only an empty batch
     // that began after it had can have seen everything committed before the call.
     let horizonPassed = false;
+    // What the lease's holder must fold before this run may end without folding it itself.
+    let behind: SessionBehind[] | undefined;
     try {
       while (!signal?.aborted) {
         if (!(await this.lead())) {
-          this.emit({ type: 'waiting', reason: 'another projector holds the lease' });
+          behind = behind === undefined ? await sessionsBehind(this.db, this.projection) : await sessionsStillBehind(this.db, this.projection, behind);
+          const holder = behind.length === 0 ? await this.lease.holder() : undefined;
+          if (holder !== undefined) {
+            report.foldedByLeaseHolder = holder;
+            return;
+          }
+          // Sessions of the holder's to fold; or none left, and the lease freed meanwhile: take it.
+          if (behind.length === 0) continue;
+          this.emit({ type: 'waiting', reason: `another projector holds the lease: waiting for it to fold ${countOf(behind.length, 'session')}` });
           await sleep(this.options.pollIntervalMs, signal);
           continue;
         }

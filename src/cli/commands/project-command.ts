@@ -260,7 +260,8 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
         const at = report.checkpoint ? ` (checkpoint: transaction ${report.checkpoint.transactionId}, position ${report.checkpoint.position})` : '';
         const skipped = report.skipped > 0 ? `; ${countOf(report.skipped, 'event')} set aside in projection_errors` : '';
         const stopped = report.stopped > 0 ? `; ${countOf(report.stopped, 'session')} stopped (see os-audit status)` : '';
-        await write(io.stdout, `${runs[i]!.projection.name}: projected ${countOf(report.eventsApplied, 'event')} in ${countOf(report.batches, 'batch', 'batches')}${skipped}${stopped}${at}\n`);
+        const byHolder = report.foldedByLeaseHolder === undefined ? '' : `; the rest was folded by ${report.foldedByLeaseHolder}, which holds the lease`;
+        await write(io.stdout, `${runs[i]!.projection.name}: projected ${countOf(report.eventsApplied, 'event')} in ${countOf(report.batches, 'batch', 'batches')}${skipped}${stopped}${byHolder}${at}\n`);
       }
       return;
     }

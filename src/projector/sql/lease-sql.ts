@@ -33,3 +33,8 @@ export function releaseLeaseSql(projection: string, owner: string, epoch: number
     UPDATE projection_leases SET expires_at = clock_timestamp()
     WHERE projection = ${projection} AND owner = ${owner} AND epoch = ${epoch}`;
 }
+
+/** The lease's owner while it is live; no row when it is free or has expired. */
+export function leaseHolderSql(projection: string): RawBuilder<{ owner: string }> {
+  return sql`SELECT owner FROM projection_leases WHERE projection = ${projection} AND expires_at > clock_timestamp()`;
+}
