@@ -1,10 +1,13 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
 import { PostgresSessionLog } from '../../src/session-log/postgres-session-log.js';
+import { openDatabase, poolOf } from '../../src/db/open-database.js';
+import { importStream } from '../../src/import/import-logs.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { citusTestsRun, useCitusDatabase } from '../support/citus-database.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
@@ -122,6 +125,33 @@ describe.runIf(citusTestsRun)('the event store on Citus', () => {
         })
         .join(''),
     );
+  });
+
+  it('commits an append to one session on its worker alone, in one phase; an import over both workers in two', async () => {
+    // What the coordinator sends the workers, as NOTICEs on this connection alone.
+    const remote: string[] = [];
+    const db = openDatabase({ connectionString: testDb.url, maxConnections: 1 });
+    poolOf(db)!.on('connect', (client) => {
+      client.on('notice', (notice) => remote.push(`${notice.message} ${notice.detail ?? ''}`));
+      void client.query('SET citus.log_remote_commands = on');
+    });
+    try {
+      const store = new EventStore(db);
+      await store.append('one-phase', [{ kind: 'page_in', turn: 1 }]);
+      await store.append('one-phase', [{ kind: 'page_out', turn: 1 }, { kind: 'page_in', turn: 2 }], { expectedSeq: 0 });
+      const [worker] = await workerPortsOf(db, ['one-phase']);
+      expect(remote.length).toBeGreaterThan(0);
+      expect(remote.filter((command) => !command.includes(`:${worker} `))).toEqual([]);
+      expect(remote.filter((command) => /PREPARE TRANSACTION|COMMIT PREPARED/.test(command))).toEqual([]);
+
+      remote.length = 0;
+      const report = await importStream(store, Readable.from([Buffer.from(`${streamLines('two-phase', 20).join('\n')}\n`)]), 'two-phase.jsonl');
+      expect(report).toMatchObject({ newEvents: 60, failures: [] });
+      expect(remote.some((command) => command.includes('PREPARE TRANSACTION'))).toBe(true);
+      expect(remote.some((command) => command.includes('COMMIT PREPARED'))).toBe(true);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('imports a folder of many session files four at a time, without a deadlock between the imports', async () => {
