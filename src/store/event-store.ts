@@ -110,6 +110,9 @@ export class EventStore {
   private readonly connectionRetry: ConnectionRetry | false;
 
   /**
+   * `db`: from `openDatabase` (or a transaction of one), which reads `bigint` columns as
+   * numbers; a Kysely on a pool of your own must read them so too (pg's type parser for OID 20),
+   * or heads and counts come back as strings and appends fail.
    * `connectionRetry`: how long an append or read outside a transaction keeps trying while the
    * connection to PostgreSQL is lost (default: for 60 s, with backoff); `false` fails
    * at once. Appends are never stored twice by it (see {@link append}).
