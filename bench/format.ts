@@ -3,4 +3,5 @@ export const int = (n: number) => Math.round(n).toLocaleString('en-US');
 export const evs = (n: number) => `${int(n)} ev/s`;
 export const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
 export const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+export const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
 export const ratio = (n: number) => `${n.toFixed(2)}×`;

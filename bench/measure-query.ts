@@ -6,13 +6,38 @@ import { median, percentile, secondsSince } from './stats.js';
 
 const SNAPSHOT_TABLES = ['os_snapshots', 'os_processes', 'os_signals', 'os_budget_exceeded'] as const;
 
+/** The most sessions the query picks from: above it, a sample of the tables (so that millions of ids are not held). */
+const QUERIED_SESSIONS_MAX = 200_000;
+
+/** Bytes of the snapshot tables with their indexes and TOAST. */
+export async function snapshotTablesSize(db: Kysely<DB>): Promise<number> {
+  const { rows } = await sql<{ bytes: string }>`
+    SELECT sum(pg_total_relation_size(t::regclass))::text AS bytes FROM unnest(${[...SNAPSHOT_TABLES]}::text[]) AS t`.execute(db);
+  return Number(rows[0]!.bytes);
+}
+
+/** How {@link growSnapshotTables} makes its copies. */
+export interface GrowOptions {
+  /**
+   * Copies keep at most this many rows of each list table (processes, signals, budget events)
+   * of their original, the first by primary key: lighter sessions, for a number of them whose
+   * whole shape would not fit the disk. All rows by default.
+   */
+  listRowsPerCopy?: number;
+}
+
 /**
- * Grows the snapshot tables to `target` sessions by copying the projected sessions under new
- * ids (`<id>~<n>`), with their processes, signals and budget events: the query reads only the
- * snapshot tables, so this is a database of `target` sessions of the corpus's shape without
- * storing `target` × 200 events. Returns the sessions there were and there are.
+ * Grows the snapshot tables to `target` sessions by copying the sessions there are under new
+ * ids (`<id>~<sessions before>.<n>`, new at each growth), with their processes, signals and budget events: the query reads only the
+ * snapshot tables, so this is a database of `target` sessions of the corpus's shape (or
+ * lighter, see {@link GrowOptions}) without storing `target` × 200 events. Returns the
+ * sessions there were and there are.
  */
-export async function growSnapshotTables(db: Kysely<DB>, target: number): Promise<{ projected: number; total: number; seconds: number }> {
+export async function growSnapshotTables(
+  db: Kysely<DB>,
+  target: number,
+  options: GrowOptions = {},
+): Promise<{ projected: number; total: number; seconds: number }> {
   const started = performance.now();
   const count = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM os_snapshots`.execute(db)).rows[0]!.n;
   const projected = await count();
@@ -22,22 +47,12 @@ export async function growSnapshotTables(db: Kysely<DB>, target: number): Promis
     await db.transaction().execute(async (trx) => {
       await sql`
         CREATE TEMP TABLE bench_copies ON COMMIT DROP AS
-        SELECT s.session_id AS original, s.session_id || '~' || r AS copy
+        SELECT s.session_id AS original, s.session_id || '~' || ${projected}::int || '.' || r AS copy
         FROM generate_series(1, ${Math.ceil(needed / projected)}::int) AS r, os_snapshots AS s
         ORDER BY r, s.session_id
         LIMIT ${needed}`.execute(trx);
       await sql`CREATE INDEX ON bench_copies (original)`.execute(trx);
-      for (const table of SNAPSHOT_TABLES) {
-        const { rows } = await sql<{ column_name: string }>`
-          SELECT column_name FROM information_schema.columns
-          WHERE table_schema = current_schema() AND table_name = ${table} ORDER BY ordinal_position`.execute(trx);
-        const columns = rows.map((row) => row.column_name);
-        const values = columns.map((column) => (column === 'session_id' ? sql`c.copy` : sql`t.${sql.ref(column)}`));
-        await sql`
-          INSERT INTO ${sql.table(table)} (${sql.join(columns.map((column) => sql.ref(column)))})
-          SELECT ${sql.join(values)}
-          FROM bench_copies AS c JOIN ${sql.table(table)} AS t ON t.session_id = c.original`.execute(trx);
-      }
+      for (const table of SNAPSHOT_TABLES) await copyRows(trx, table, table === 'os_snapshots' ? undefined : options.listRowsPerCopy);
     });
   }
   for (const table of SNAPSHOT_TABLES) await sql`VACUUM ANALYZE ${sql.table(table)}`.execute(db);
@@ -45,8 +60,56 @@ export async function growSnapshotTables(db: Kysely<DB>, target: number): Promis
   return { projected, total: await count(), seconds: secondsSince(started) };
 }
 
+/** The rows of `table` of each original in `bench_copies` again under its copy's id; at most `perCopy` of them per session. */
+async function copyRows(trx: Kysely<DB>, table: string, perCopy: number | undefined): Promise<void> {
+  const columns = await columnsOf(trx, table);
+  const values = columns.map((column) => (column === 'session_id' ? sql`c.copy` : sql`t.${sql.ref(column)}`));
+  const source =
+    perCopy === undefined
+      ? sql.table(table)
+      : sql`(SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY ${sql.join((await primaryKeyOf(trx, table)).map((column) => sql.ref(column)))}) AS bench_rank
+             FROM ${sql.table(table)})`;
+  await sql`
+    INSERT INTO ${sql.table(table)} (${sql.join(columns.map((column) => sql.ref(column)))})
+    SELECT ${sql.join(values)}
+    FROM bench_copies AS c JOIN ${source} AS t ON t.session_id = c.original
+    ${perCopy === undefined ? sql`` : sql`WHERE t.bench_rank <= ${perCopy}`}`.execute(trx);
+}
+
+async function columnsOf(db: Kysely<DB>, table: string): Promise<string[]> {
+  const { rows } = await sql<{ column_name: string }>`
+    SELECT column_name FROM information_schema.columns
+    WHERE table_schema = current_schema() AND table_name = ${table} ORDER BY ordinal_position`.execute(db);
+  return rows.map((row) => row.column_name);
+}
+
+async function primaryKeyOf(db: Kysely<DB>, table: string): Promise<string[]> {
+  const { rows } = await sql<{ column: string }>`
+    SELECT a.attname AS column
+    FROM pg_index AS i JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+    WHERE i.indrelid = ${table}::regclass AND i.indisprimary
+    ORDER BY array_position(i.indkey::int2[], a.attnum)`.execute(db);
+  return rows.map((row) => row.column);
+}
+
+/** The sessions to query: every one, or a seeded sample of `max` of them (each about as likely). */
+async function sessionIdsToQuery(db: Kysely<DB>, seed: string, max: number): Promise<{ total: number; ids: string[] }> {
+  const total = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM os_snapshots`.execute(db)).rows[0]!.n;
+  const sample = total <= max ? sql`` : sql`TABLESAMPLE BERNOULLI (${(100 * max) / total}) REPEATABLE (${new Prng(`${seed}/sample`).int(0, 2 ** 31 - 1)})`;
+  const { rows } = await sql<{ session_id: string }>`SELECT session_id FROM os_snapshots ${sample}`.execute(db);
+  return { total, ids: rows.map((row) => row.session_id) };
+}
+
+/** The query among many lighter sessions (`--scaling`). */
+export interface LargeQueryFigures extends QueryFigures {
+  /** Rows each copy kept of each list table. */
+  listRowsPerCopy: number;
+}
+
 export interface QueryFigures {
   sessions: number;
+  /** The snapshot tables' size, indexes included. */
+  tablesBytes: number;
   projectedSessions: number;
   queriesPerRun: number;
   runs: { p50Ms: number; p99Ms: number; maxMs: number }[];
@@ -67,9 +130,8 @@ export async function measureQuery(
   db: Kysely<DB>,
   seed: string,
   options: { runs: number; queries: number; warmup: number },
-): Promise<Omit<QueryFigures, 'projectedSessions'>> {
-  const { rows } = await sql<{ session_id: string }>`SELECT session_id FROM os_snapshots`.execute(db);
-  const ids = rows.map((row) => row.session_id);
+): Promise<Omit<QueryFigures, 'projectedSessions' | 'tablesBytes'>> {
+  const { total, ids } = await sessionIdsToQuery(db, seed, QUERIED_SESSIONS_MAX);
   const prng = new Prng(`${seed}/query`);
   const client = new pg.Client({ connectionString: url, application_name: 'os-audit-bench-query' });
   await client.connect();
@@ -93,7 +155,7 @@ export async function measureQuery(
       runs.push({ p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), maxMs: Math.max(...times) });
     }
     return {
-      sessions: ids.length,
+      sessions: total,
       queriesPerRun: options.queries,
       runs,
       p50Ms: median(runs.map((r) => r.p50Ms)),

@@ -28,13 +28,13 @@ import { measureCatchUp } from './measure-catch-up.js';
 import { CITUS_WORKERS, measureCitus } from './measure-citus.js';
 import { type CliLatencyFigures, measureCliLatency } from './measure-cli-latency.js';
 import { measureLive, measureLiveCeiling } from './measure-live.js';
-import { growSnapshotTables, measureQuery } from './measure-query.js';
+import { growSnapshotTables, measureQuery, snapshotTablesSize } from './measure-query.js';
 import { measureScaling } from './measure-scaling.js';
 import { otherLoad } from './other-load.js';
 import { type BenchResults, figureRows, markdownFigureTable, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
 import { citusText } from './report-citus.js';
 import { cliLatencyMarkdown, cliLatencyRows, replaceMarkdownSection } from './report-cli-latency.js';
-import { int } from './format.js';
+import { gib, int } from './format.js';
 import { secondsSince } from './stats.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -45,6 +45,9 @@ const SEED = 'os-audit-bench-1';
 const APPEND_SESSION_LENGTH = 1000;
 const APPEND_WRITERS = 8;
 const QUERY_SESSIONS = 100_000;
+/** With --scaling, the query again among this many sessions, each copy keeping one row of each list. */
+const LARGE_QUERY_SESSIONS = 10_000_000;
+const LARGE_QUERY_LIST_ROWS = 1;
 /** Small events (about 180 bytes of JSON each) loaded for their size on disk. */
 const SMALL_EVENTS = 200_000;
 /** The rates tried for the live ceiling, in turn until one does not hold (batches of 100, 8 writers). */
@@ -62,7 +65,10 @@ const USAGE = `usage: npm run bench -- [options]
 
   --events N        catch-up corpus size (default 1000000); appends use about N/10
   --runs K          runs per figure, the median is reported (default 3)
-  --scaling         also the catch-up curve at 100k, 1M and 5M events (long)
+  --scaling         also the catch-up curve at 100k, 1M and 5M events, and the query among
+                    10M sessions (long)
+  --large-query-sessions N
+                    with --scaling, the query among N sessions instead of 10M
   --scaling-sizes L the sizes of that curve instead, e.g. 100000,1000000
   --citus           then, on a local Citus cluster (a coordinator and ${CITUS_WORKERS} workers on this
                     machine, PostgreSQL 15 with Citus installed), the same corpora measured the
@@ -89,6 +95,7 @@ function parseOptions() {
       scaling: { type: 'boolean', default: false },
       citus: { type: 'boolean', default: false },
       'scaling-sizes': { type: 'string' },
+      'large-query-sessions': { type: 'string' },
       only: { type: 'string' },
       json: { type: 'string' },
       markdown: { type: 'string' },
@@ -113,6 +120,7 @@ function parseOptions() {
     runs,
     scaling: values.scaling || sizesText !== undefined,
     scalingSizes,
+    largeQuerySessions: values['large-query-sessions'] === undefined ? LARGE_QUERY_SESSIONS : positiveInteger(values['large-query-sessions'], '--large-query-sessions'),
     citus: values.citus,
     only: values.only,
     json: values.json ?? path.join('bench', 'results', values.only === undefined ? 'latest.json' : `${values.only}.json`),
@@ -281,8 +289,20 @@ async function main(): Promise<void> {
         for (const [i, run] of figures.runs.entries()) {
           log(`  run ${i + 1}/${options.runs}: p50 ${run.p50Ms.toFixed(3)} ms, p99 ${run.p99Ms.toFixed(3)} ms, max ${run.maxMs.toFixed(3)} ms`);
         }
-        return { ...figures, projectedSessions: grown.projected };
+        return { ...figures, projectedSessions: grown.projected, tablesBytes: await snapshotTablesSize(database.db) };
       });
+      const largeQuery = options.scaling
+        ? await phase(`query: one snapshot from os_snapshot_json among ${options.largeQuerySessions.toLocaleString('en-US')} lighter sessions`, async () => {
+            const grown = await growSnapshotTables(database.db, options.largeQuerySessions, { listRowsPerCopy: LARGE_QUERY_LIST_ROWS });
+            const size = await snapshotTablesSize(database.db);
+            log(`   ${grown.projected.toLocaleString('en-US')} sessions grown to ${grown.total.toLocaleString('en-US')} (${grown.seconds.toFixed(1)} s), ${gib(size)}`);
+            const figures = await measureQuery(database.url, database.db, SEED, { runs: options.runs, queries: 2000, warmup: 500 });
+            for (const [i, run] of figures.runs.entries()) {
+              log(`  run ${i + 1}/${options.runs}: p50 ${run.p50Ms.toFixed(3)} ms, p99 ${run.p99Ms.toFixed(3)} ms, max ${run.maxMs.toFixed(3)} ms`);
+            }
+            return { ...figures, projectedSessions: grown.projected, tablesBytes: size, listRowsPerCopy: LARGE_QUERY_LIST_ROWS };
+          })
+        : undefined;
       await dropDatabase();
       const cli = await cliLatency();
 
@@ -322,6 +342,7 @@ async function main(): Promise<void> {
         live,
         liveCeiling,
         query,
+        ...(largeQuery ? { largeQuery } : {}),
         cliLatency: cli,
         ...(scaling ? { scaling } : {}),
         ...(citus ? { citus } : {}),
