@@ -45,7 +45,15 @@ export function cliLatencyRows(f: CliLatencyFigures): FigureRow[] {
  * The "CLI latency" section of BENCHMARKS.md: the figures, the load they were taken under, and
  * how they are taken.
  */
-export function cliLatencyMarkdown(f: CliLatencyFigures, table: string, taken: { at: string; command: string; otherLoadPercent: number | null; loadAverage: number }): string[] {
+/** When and how the CLI-latency figure was taken, for its section. */
+export interface CliLatencyTaken {
+  at: string;
+  command: string;
+  otherLoadPercent: number | null;
+  loadAverage: number;
+}
+
+export function cliLatencyMarkdown(f: CliLatencyFigures, table: string, taken: CliLatencyTaken): string[] {
   return [
     HEADING,
     '',

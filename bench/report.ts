@@ -272,7 +272,32 @@ export function writeJson(file: string, results: BenchResults): void {
 }
 
 /** BENCHMARKS.md: the latest table, the machine it ran on, how to reproduce it, and how each figure is taken. */
-export function writeMarkdown(file: string, r: BenchResults): void {
+/**
+ * Each figure of `r` beside the same figure of `other` (another run), for the spread between
+ * runs; a figure only one of them measured shows "—" for the other.
+ */
+export function spreadMarkdown(r: BenchResults, other: BenchResults): string[] {
+  const theirs = new Map(other.figures.map((row) => [row.figure, row]));
+  const held = (rows: readonly FigureRow[]) => `${rows.filter((row) => row.holds === true).length} of ${rows.filter((row) => row.holds !== null).length}`;
+  const yesNo = (holds: boolean | null | undefined) => (holds === true ? 'yes' : holds === false ? 'NO' : '—');
+  const shown = (row: FigureRow) => (row.ratio === '—' ? row.value : `${row.value} (${row.ratio})`);
+  return [
+    '## The spread: a second run',
+    '',
+    `The same figures from another run of the benchmark, taken ${other.startedAt} (\`${other.command}\`, ${(other.totalSeconds / 60).toFixed(1)} minutes; other work took ${other.otherLoadPercent.total ?? '?'}% of the machine's CPU meanwhile), beside this run's: ${held(other.figures)} targets held there, ${held(r.figures)} here.`,
+    '',
+    markdownTable(
+      ['figure', 'this run', 'second run', 'target', 'holds here', 'holds there'],
+      r.figures.map((row) => {
+        const there = theirs.get(row.figure);
+        return [row.figure, shown(row), there === undefined ? '—' : shown(there), row.target, yesNo(row.holds), yesNo(there?.holds)];
+      }),
+    ),
+    '',
+  ];
+}
+
+export function writeMarkdown(file: string, r: BenchResults, spread?: BenchResults): void {
   const held = r.figures.filter((row) => row.holds === true).length;
   const targeted = r.figures.filter((row) => row.holds !== null).length;
   const lines: string[] = [
@@ -294,6 +319,7 @@ export function writeMarkdown(file: string, r: BenchResults): void {
     '',
     markdownFigureTable(r.figures),
     '',
+    ...(spread === undefined ? [] : spreadMarkdown(r, spread)),
   ];
   if (r.scaling && r.scaling.length > 0) {
     lines.push(

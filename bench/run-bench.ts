@@ -33,7 +33,7 @@ import { measureScaling } from './measure-scaling.js';
 import { otherLoad } from './other-load.js';
 import { type BenchResults, figureRows, markdownFigureTable, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
 import { citusText } from './report-citus.js';
-import { cliLatencyMarkdown, cliLatencyRows, replaceMarkdownSection } from './report-cli-latency.js';
+import { type CliLatencyTaken, cliLatencyMarkdown, cliLatencyRows, replaceMarkdownSection } from './report-cli-latency.js';
 import { gib, int } from './format.js';
 import { secondsSince } from './stats.js';
 
@@ -77,6 +77,9 @@ const USAGE = `usage: npm run bench -- [options]
                     server's figures (which it runs first), and a Citus section in --markdown
   --json PATH       where to write the figures (default bench/results/latest.json)
   --markdown PATH   also write the table as Markdown (e.g. BENCHMARKS.md)
+  --spread JSON     with --markdown, also show the figures of another run (its --json file)
+                    beside this run's, for the spread between runs
+  --render JSON     measure nothing: write --markdown from that run's --json file (and --spread)
   --only cli-latency
                     measure only the CLI's latency (os-audit snapshot S against node -e '' plus
                     one query's round trip); with --markdown, write only its section of the file
@@ -99,6 +102,8 @@ function parseOptions() {
       only: { type: 'string' },
       json: { type: 'string' },
       markdown: { type: 'string' },
+      spread: { type: 'string' },
+      render: { type: 'string' },
       'no-build': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -112,6 +117,7 @@ function parseOptions() {
   const runs = positiveInteger(values.runs, '--runs');
   if (events < 10_000) fail('--events must be at least 10000');
   if (values.only !== undefined && values.only !== 'cli-latency') fail(`--only takes cli-latency, got ${JSON.stringify(values.only)}`);
+  if ((values.spread !== undefined || values.render !== undefined) && values.markdown === undefined) fail('--spread and --render write --markdown: give it');
   const sizesText = values['scaling-sizes'];
   const scalingSizes = sizesText === undefined ? SCALING_SIZES : sizesText.split(',').map((size) => positiveInteger(size.trim(), '--scaling-sizes'));
   if (scalingSizes.some((size, i) => i > 0 && size <= scalingSizes[i - 1]!)) fail('--scaling-sizes must grow');
@@ -125,8 +131,30 @@ function parseOptions() {
     only: values.only,
     json: values.json ?? path.join('bench', 'results', values.only === undefined ? 'latest.json' : `${values.only}.json`),
     markdown: values.markdown,
+    spread: values.spread === undefined ? undefined : readResults(values.spread),
+    spreadFile: values.spread,
+    render: values.render === undefined ? undefined : readResults(values.render),
     build: !values['no-build'],
   };
+}
+
+function readResults(file: string): BenchResults {
+  return JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
+}
+
+/** BENCHMARKS.md from a run's results: its figures (beside `spread`'s, when given), then its CLI-latency section. */
+function writeBenchmarksMarkdown(file: string, results: BenchResults, spread: BenchResults | undefined): void {
+  writeMarkdown(file, results, spread);
+  replaceMarkdownSection(file, cliLatencyReport(results.cliLatency, cliLatencyTaken(results)).markdown);
+}
+
+function cliLatencyTaken(r: Pick<BenchResults, 'startedAt' | 'command' | 'otherLoadPercent' | 'environment'>): CliLatencyTaken {
+  return { at: r.startedAt, command: r.command, otherLoadPercent: r.otherLoadPercent.phases[CLI_LATENCY_PHASE] ?? null, loadAverage: r.environment.loadAverageAtStart };
+}
+
+function cliLatencyReport(figures: CliLatencyFigures, taken: CliLatencyTaken) {
+  const table = cliLatencyRows(figures);
+  return { table, markdown: cliLatencyMarkdown(figures, markdownFigureTable(table), taken) };
 }
 
 function positiveInteger(text: string, flag: string): number {
@@ -146,6 +174,11 @@ function log(line: string): void {
 
 async function main(): Promise<void> {
   const options = parseOptions();
+  if (options.render) {
+    writeBenchmarksMarkdown(options.markdown!, options.render, options.spread);
+    log(`${options.markdown} written from the run of ${options.render.startedAt}${options.spread ? `, beside the run of ${options.spread.startedAt}` : ''}`);
+    return;
+  }
   const startedAt = new Date();
   const started = performance.now();
   const phaseSeconds: Record<string, number> = {};
@@ -189,11 +222,8 @@ async function main(): Promise<void> {
     log('\n== environment');
     for (const line of describeEnvironmentLines(environment)) log(`   ${line}`);
     const cliLatency = () => phase(CLI_LATENCY_PHASE, () => measureCliLatencyOnNewDatabase(server.adminUrl));
-    const reportCliLatency = (figures: CliLatencyFigures) => {
-      const table = cliLatencyRows(figures);
-      const taken = { at: startedAt.toISOString(), command: commandLine(options), otherLoadPercent: phaseLoad[CLI_LATENCY_PHASE] ?? null, loadAverage: environment.loadAverageAtStart };
-      return { table, markdown: cliLatencyMarkdown(figures, markdownFigureTable(table), taken) };
-    };
+    const reportCliLatency = (figures: CliLatencyFigures) =>
+      cliLatencyReport(figures, cliLatencyTaken({ startedAt: startedAt.toISOString(), command: commandLine(options), otherLoadPercent: { total: null, phases: phaseLoad }, environment }));
     if (options.only === 'cli-latency') {
       const figures = await cliLatency();
       const { table, markdown } = reportCliLatency(figures);
@@ -380,8 +410,7 @@ async function main(): Promise<void> {
       writeJson(options.json, results);
       log(`figures written to ${options.json}`);
       if (options.markdown) {
-        writeMarkdown(options.markdown, results);
-        replaceMarkdownSection(options.markdown, cliReport.markdown);
+        writeBenchmarksMarkdown(options.markdown, results, options.spread);
         log(`table written to ${options.markdown}`);
       }
     } finally {
@@ -424,6 +453,7 @@ function commandLine(options: ReturnType<typeof parseOptions>): string {
   if (options.citus) args.push('--citus');
   if (options.only) args.push('--only', options.only);
   if (options.markdown) args.push('--markdown', options.markdown);
+  if (options.spreadFile) args.push('--spread', options.spreadFile);
   const url = process.env.DATABASE_URL ? `DATABASE_URL=${redact(process.env.DATABASE_URL)} ` : '';
   return `${url}npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
 }
