@@ -52,7 +52,15 @@ export async function growSnapshotTables(
         ORDER BY r, s.session_id
         LIMIT ${needed}`.execute(trx);
       await sql`CREATE INDEX ON bench_copies (original)`.execute(trx);
-      for (const table of SNAPSHOT_TABLES) await copyRows(trx, table, table === 'os_snapshots' ? undefined : options.listRowsPerCopy);
+      // Made again whole after the copy: far faster than keeping them up to date row by row.
+      const keys = new Map<string, string[]>();
+      for (const table of SNAPSHOT_TABLES) keys.set(table, await primaryKeyOf(trx, table));
+      const indexes = await indexesOf(trx);
+      for (const index of indexes) await sql.raw(index.drop).execute(trx);
+      for (const table of SNAPSHOT_TABLES) {
+        await copyRows(trx, table, table === 'os_snapshots' || options.listRowsPerCopy === undefined ? undefined : { perCopy: options.listRowsPerCopy, order: keys.get(table)! });
+      }
+      for (const index of indexes) await sql.raw(index.create).execute(trx);
     });
   }
   for (const table of SNAPSHOT_TABLES) await sql`VACUUM ANALYZE ${sql.table(table)}`.execute(db);
@@ -60,20 +68,34 @@ export async function growSnapshotTables(
   return { projected, total: await count(), seconds: secondsSince(started) };
 }
 
-/** The rows of `table` of each original in `bench_copies` again under its copy's id; at most `perCopy` of them per session. */
-async function copyRows(trx: Kysely<DB>, table: string, perCopy: number | undefined): Promise<void> {
+/** The rows of `table` of each original in `bench_copies` again under its copy's id; at most `limit.perCopy` of them per session, the first in `limit.order`. */
+async function copyRows(trx: Kysely<DB>, table: string, limit: { perCopy: number; order: readonly string[] } | undefined): Promise<void> {
   const columns = await columnsOf(trx, table);
   const values = columns.map((column) => (column === 'session_id' ? sql`c.copy` : sql`t.${sql.ref(column)}`));
   const source =
-    perCopy === undefined
+    limit === undefined
       ? sql.table(table)
-      : sql`(SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY ${sql.join((await primaryKeyOf(trx, table)).map((column) => sql.ref(column)))}) AS bench_rank
+      : sql`(SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY ${sql.join(limit.order.map((column) => sql.ref(column)))}) AS bench_rank
              FROM ${sql.table(table)})`;
   await sql`
     INSERT INTO ${sql.table(table)} (${sql.join(columns.map((column) => sql.ref(column)))})
     SELECT ${sql.join(values)}
     FROM bench_copies AS c JOIN ${source} AS t ON t.session_id = c.original
-    ${perCopy === undefined ? sql`` : sql`WHERE t.bench_rank <= ${perCopy}`}`.execute(trx);
+    ${limit === undefined ? sql`` : sql`WHERE t.bench_rank <= ${limit.perCopy}`}`.execute(trx);
+}
+
+/** The snapshot tables' indexes (their primary keys among them), as statements that drop them and make them again as they are. */
+async function indexesOf(db: Kysely<DB>): Promise<{ drop: string; create: string }[]> {
+  const { rows } = await sql<{ drop: string; create: string }>`
+    SELECT CASE WHEN c.conname IS NULL THEN format('DROP INDEX %s', i.indexrelid::regclass)
+                ELSE format('ALTER TABLE %s DROP CONSTRAINT %I', i.indrelid::regclass, c.conname) END AS drop,
+           CASE WHEN c.conname IS NULL THEN pg_get_indexdef(i.indexrelid)
+                ELSE format('ALTER TABLE %s ADD CONSTRAINT %I %s', i.indrelid::regclass, c.conname, pg_get_constraintdef(c.oid)) END AS create
+    FROM pg_index AS i
+    LEFT JOIN pg_constraint AS c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid
+    WHERE i.indrelid = ANY(${[...SNAPSHOT_TABLES]}::regclass[])
+    ORDER BY i.indexrelid`.execute(db);
+  return rows;
 }
 
 async function columnsOf(db: Kysely<DB>, table: string): Promise<string[]> {

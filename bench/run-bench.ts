@@ -138,8 +138,10 @@ function parseOptions() {
   };
 }
 
+/** A run's results from its --json file, its figures made again by this benchmark's report (so that two runs' figures match by name). */
 function readResults(file: string): BenchResults {
-  return JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
+  const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
+  return { ...results, figures: figureRows(results) };
 }
 
 /** BENCHMARKS.md from a run's results: its figures (beside `spread`'s, when given), then its CLI-latency section. */
