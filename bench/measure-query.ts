@@ -21,17 +21,17 @@ export interface GrowOptions {
   /**
    * Copies keep at most this many rows of each list table (processes, signals, budget events)
    * of their original, the first by primary key: lighter sessions, for a number of them whose
-   * whole shape would not fit the disk. All rows by default.
+   * whole shape would outgrow the machine's memory. All rows by default.
    */
   listRowsPerCopy?: number;
 }
 
 /**
  * Grows the snapshot tables to `target` sessions by copying the sessions there are under new
- * ids (`<id>~<sessions before>.<n>`, new at each growth), with their processes, signals and budget events: the query reads only the
- * snapshot tables, so this is a database of `target` sessions of the corpus's shape (or
- * lighter, see {@link GrowOptions}) without storing `target` × 200 events. Returns the
- * sessions there were and there are.
+ * ids (`<id>~<sessions before>.<n>`, new at each growth), with their processes, signals and
+ * budget events: the query reads only the snapshot tables, so this is a database of `target`
+ * sessions of the corpus's shape (or lighter, see {@link GrowOptions}) without storing
+ * `target` × 200 events. Returns the sessions there were and there are.
  */
 export async function growSnapshotTables(
   db: Kysely<DB>,

@@ -41,10 +41,6 @@ export function cliLatencyRows(f: CliLatencyFigures): FigureRow[] {
   ];
 }
 
-/**
- * The "CLI latency" section of BENCHMARKS.md: the figures, the load they were taken under, and
- * how they are taken.
- */
 /** When and how the CLI-latency figure was taken, for its section. */
 export interface CliLatencyTaken {
   at: string;
@@ -53,6 +49,10 @@ export interface CliLatencyTaken {
   loadAverage: number;
 }
 
+/**
+ * The "CLI latency" section of BENCHMARKS.md: the figures, the load they were taken under, and
+ * how they are taken.
+ */
 export function cliLatencyMarkdown(f: CliLatencyFigures, table: string, taken: CliLatencyTaken): string[] {
   return [
     HEADING,

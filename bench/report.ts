@@ -271,7 +271,6 @@ export function writeJson(file: string, results: BenchResults): void {
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 }
 
-/** BENCHMARKS.md: the latest table, the machine it ran on, how to reproduce it, and how each figure is taken. */
 /**
  * Each figure of `r` beside the same figure of `other` (another run), for the spread between
  * runs; a figure only one of them measured shows "—" for the other.
@@ -297,6 +296,10 @@ export function spreadMarkdown(r: BenchResults, other: BenchResults): string[] {
   ];
 }
 
+/**
+ * BENCHMARKS.md: the latest table (beside `spread`'s, another run's, when given), the machine it
+ * ran on, how to reproduce it, and how each figure is taken.
+ */
 export function writeMarkdown(file: string, r: BenchResults, spread?: BenchResults): void {
   const held = r.figures.filter((row) => row.holds === true).length;
   const targeted = r.figures.filter((row) => row.holds !== null).length;

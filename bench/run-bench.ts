@@ -28,7 +28,7 @@ import { measureCatchUp } from './measure-catch-up.js';
 import { CITUS_WORKERS, measureCitus } from './measure-citus.js';
 import { type CliLatencyFigures, measureCliLatency } from './measure-cli-latency.js';
 import { measureLive, measureLiveCeiling } from './measure-live.js';
-import { growSnapshotTables, measureQuery, snapshotTablesSize } from './measure-query.js';
+import { type GrowOptions, growSnapshotTables, measureQuery, type QueryFigures, snapshotTablesSize } from './measure-query.js';
 import { measureScaling } from './measure-scaling.js';
 import { otherLoad } from './other-load.js';
 import { type BenchResults, figureRows, markdownFigureTable, scalingText, textTable, writeJson, writeMarkdown } from './report.js';
@@ -314,26 +314,23 @@ async function main(): Promise<void> {
         ),
       );
 
-      const query = await phase(`query: one snapshot from os_snapshot_json among ${QUERY_SESSIONS.toLocaleString('en-US')} sessions`, async () => {
-        const grown = await growSnapshotTables(database.db, QUERY_SESSIONS);
-        log(`   ${grown.projected.toLocaleString('en-US')} projected sessions grown to ${grown.total.toLocaleString('en-US')} (${grown.seconds.toFixed(1)} s)`);
+      /** The snapshot tables grown to `sessions`, then the query among them. */
+      const queryAmong = async (sessions: number, grow: GrowOptions = {}): Promise<QueryFigures> => {
+        const grown = await growSnapshotTables(database.db, sessions, grow);
+        const tablesBytes = await snapshotTablesSize(database.db);
+        log(`   ${grown.projected.toLocaleString('en-US')} sessions grown to ${grown.total.toLocaleString('en-US')} (${grown.seconds.toFixed(1)} s), ${gib(tablesBytes)}`);
         const figures = await measureQuery(database.url, database.db, SEED, { runs: options.runs, queries: 2000, warmup: 500 });
         for (const [i, run] of figures.runs.entries()) {
           log(`  run ${i + 1}/${options.runs}: p50 ${run.p50Ms.toFixed(3)} ms, p99 ${run.p99Ms.toFixed(3)} ms, max ${run.maxMs.toFixed(3)} ms`);
         }
-        return { ...figures, projectedSessions: grown.projected, tablesBytes: await snapshotTablesSize(database.db) };
-      });
+        return { ...figures, projectedSessions: grown.projected, tablesBytes };
+      };
+      const query = await phase(`query: one snapshot from os_snapshot_json among ${QUERY_SESSIONS.toLocaleString('en-US')} sessions`, () => queryAmong(QUERY_SESSIONS));
       const largeQuery = options.scaling
-        ? await phase(`query: one snapshot from os_snapshot_json among ${options.largeQuerySessions.toLocaleString('en-US')} lighter sessions`, async () => {
-            const grown = await growSnapshotTables(database.db, options.largeQuerySessions, { listRowsPerCopy: LARGE_QUERY_LIST_ROWS });
-            const size = await snapshotTablesSize(database.db);
-            log(`   ${grown.projected.toLocaleString('en-US')} sessions grown to ${grown.total.toLocaleString('en-US')} (${grown.seconds.toFixed(1)} s), ${gib(size)}`);
-            const figures = await measureQuery(database.url, database.db, SEED, { runs: options.runs, queries: 2000, warmup: 500 });
-            for (const [i, run] of figures.runs.entries()) {
-              log(`  run ${i + 1}/${options.runs}: p50 ${run.p50Ms.toFixed(3)} ms, p99 ${run.p99Ms.toFixed(3)} ms, max ${run.maxMs.toFixed(3)} ms`);
-            }
-            return { ...figures, projectedSessions: grown.projected, tablesBytes: size, listRowsPerCopy: LARGE_QUERY_LIST_ROWS };
-          })
+        ? await phase(`query: one snapshot from os_snapshot_json among ${options.largeQuerySessions.toLocaleString('en-US')} lighter sessions`, async () => ({
+            ...(await queryAmong(options.largeQuerySessions, { listRowsPerCopy: LARGE_QUERY_LIST_ROWS })),
+            listRowsPerCopy: LARGE_QUERY_LIST_ROWS,
+          }))
         : undefined;
       await dropDatabase();
       const cli = await cliLatency();
