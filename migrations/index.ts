@@ -13,6 +13,7 @@ import * as replannedLogChecks from './0011-replanned-log-checks.js';
 import * as distributedTables from './0012-distributed-tables.js';
 import * as citusWriterColumns from './0013-citus-writer-columns.js';
 import * as sessionsByLastActivity from './0014-sessions-by-last-activity.js';
+import * as plannedOnceLogCheck from './0015-planned-once-log-check.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -37,4 +38,5 @@ export const migrations: Record<string, Migration> = {
   '0012-distributed-tables': distributedTables,
   '0013-citus-writer-columns': citusWriterColumns,
   '0014-sessions-by-last-activity': sessionsByLastActivity,
+  '0015-planned-once-log-check': plannedOnceLogCheck,
 };

@@ -1,14 +1,16 @@
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
 import { importLogs } from '../../src/import/import-logs.js';
 import { PostgresSessionLog } from '../../src/session-log/postgres-session-log.js';
 import { encodeEventValue } from '../../src/store/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
+import { appendAtHeadSql } from '../../src/store/sql/append-at-head.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
 import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
 import { migrateTo } from '../support/migrate-to.js';
-import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
+import { createTestDatabase, onCitus, useTestDatabase } from '../support/test-database.js';
 
 /** The rules of migration 0009, for the owner of the tables (a superuser here): they hold for every role. */
 const testDb = useTestDatabase();
@@ -24,7 +26,11 @@ function insertEvents(db: Kysely<DB>, sessionId: string, seqs: readonly number[]
 
 /** Runs `statements` in one transaction: all of them and the commit, or the first error. */
 function inTransaction(...statements: ((db: Kysely<DB>) => Promise<unknown>)[]) {
-  return testDb.db.transaction().execute(async (trx) => {
+  return inTransactionOn(testDb.db, ...statements);
+}
+
+function inTransactionOn(db: Kysely<DB>, ...statements: ((db: Kysely<DB>) => Promise<unknown>)[]) {
+  return db.transaction().execute(async (trx) => {
     for (const statement of statements) await statement(trx);
   });
 }
@@ -159,6 +165,60 @@ describe('a session log holds exactly the seqs 0..last_seq, whoever writes it', 
       await sql`INSERT INTO sessions (session_id, last_seq) VALUES ('rolled-back', 3)`.execute(scratch.db);
       await migrateTo(scratch.db, '0009-contiguous-session-logs');
       await expect(sql`INSERT INTO sessions (session_id, last_seq) VALUES ('rolled-forward', 3)`.execute(scratch.db)).rejects.toMatchObject({ code: '23514' });
+    } finally {
+      await scratch.drop();
+    }
+  });
+});
+
+// On Citus the check finds the colocated shards by name and is planned at each run (0012).
+describe.skipIf(onCitus)('the contiguity check, planned once per connection', () => {
+  it('looks each session up by index however the log grew since the plan was made on an empty log, for a large append', async () => {
+    const scratch = await createTestDatabase();
+    const client = new pg.Client({ connectionString: scratch.url });
+    await client.connect();
+    try {
+      const plans: string[] = [];
+      client.on('notice', (notice) => plans.push(notice.message ?? ''));
+      await client.query(`LOAD 'auto_explain'`);
+      await client.query('SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice');
+      const append = async (events: ReturnType<typeof sampleEvent>[]) => {
+        const statement = appendAtHeadSql('grown', events.map((event) => encodeEventValue(event, {}))).compile(scratch.db);
+        await client.query(statement.sql, [...statement.parameters]);
+      };
+      // A first append of many rows, for which a hash join over the whole (then empty) log is
+      // the cheapest plan, and would be kept for the connection's later appends.
+      await append(Array.from({ length: 5000 }, (_, i) => sampleEvent(i)));
+      await inTransactionOn(
+        scratch.db,
+        (db) => sql`INSERT INTO sessions (session_id, last_seq) VALUES ('bulk', 49999)`.execute(db),
+        (db) => sql`INSERT INTO session_events (session_id, seq, kind, payload) SELECT 'bulk', seq, 'page_in', ${PAGE_IN}::json FROM generate_series(0, 49999) AS seq`.execute(db),
+      );
+      plans.length = 0;
+      await append([sampleEvent(5000)]);
+      const check = plans.find((plan) => plan.includes('FROM appended'));
+      expect(check).toBeDefined();
+      expect(check).not.toMatch(/Seq Scan on (session_events|sessions) |Hash (\w+ )?Join|Merge (\w+ )?Join|hashed SubPlan/);
+      expect(check).toMatch(/Index (Only )?Scan using session_events_session_seq_key on session_events/);
+      expect(check).toMatch(/Index Scan using sessions_pkey on sessions/);
+    } finally {
+      await client.end();
+      await scratch.drop();
+    }
+  });
+
+  it('rolls back to the check planned at each run, and forward', async () => {
+    const scratch = await createTestDatabase();
+    const settings = async () =>
+      (await sql<{ settings: string[] | null }>`SELECT proconfig AS settings FROM pg_proc WHERE proname = 'os_audit_check_appended_events'`.execute(scratch.db)).rows[0]!.settings;
+    try {
+      expect(await settings()).toEqual(['enable_seqscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off']);
+      await migrateTo(scratch.db, '0014-sessions-by-last-activity');
+      expect(await settings()).toBeNull();
+      await expect(insertEvents(scratch.db, 'rolled-back', [1])).rejects.toMatchObject({ code: '23514' });
+      await migrateTo(scratch.db, '0015-planned-once-log-check');
+      expect(await settings()).not.toBeNull();
+      await expect(insertEvents(scratch.db, 'rolled-forward', [1])).rejects.toMatchObject({ code: '23514' });
     } finally {
       await scratch.drop();
     }
