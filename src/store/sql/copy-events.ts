@@ -30,7 +30,11 @@ class CopyRows {
 
   /** A field, or `\N` for null, then a tab or, with `endOfRow`, a line break. */
   field(value: string | null, endOfRow = false): void {
-    const text = value === null ? '\\N' : copyField(value);
+    this.escapedField(value === null ? '\\N' : copyField(value), endOfRow);
+  }
+
+  /** A field already escaped with {@link copyField} (one written on many rows is escaped once). */
+  escapedField(text: string, endOfRow = false): void {
     // A UTF-16 unit takes at most 3 bytes in UTF-8; the exact count is asked only near the end.
     if (this.length + text.length * 3 + 1 > this.bytes.length) this.reserve(Buffer.byteLength(text) + 1);
     this.length += this.bytes.write(text, this.length);
@@ -50,9 +54,9 @@ class CopyRows {
   }
 }
 
-/** One row of `session_events`. */
-function writeEventRow(rows: CopyRows, session: string, seq: number, kind: string, turn: number | null, payload: string, exactText: string | null): void {
-  rows.field(session);
+/** One row of `session_events`; `sessionField` is the session id escaped with {@link copyField}. */
+function writeEventRow(rows: CopyRows, sessionField: string, seq: number, kind: string, turn: number | null, payload: string, exactText: string | null): void {
+  rows.escapedField(sessionField);
   rows.field(String(seq));
   rows.field(kind);
   rows.field(turn === null ? null : String(turn));
@@ -67,10 +71,11 @@ function rowsChars(count: number, payloadChars: number): number {
 
 /** Events of one session from `firstSeq` on, a slice at a time, as COPY text. */
 export function* sessionEventsText(sessionId: string, firstSeq: number, slices: Iterable<readonly EncodedEvent[]>): Generator<Buffer> {
+  const sessionField = copyField(sessionId);
   let seq = firstSeq;
   for (const slice of slices) {
     const rows = new CopyRows(rowsChars(slice.length, slice.reduce((chars, event) => chars + event.payload.length, 0)));
-    for (const event of slice) writeEventRow(rows, sessionId, seq++, event.kind, event.turn, event.payload, event.payloadText);
+    for (const event of slice) writeEventRow(rows, sessionField, seq++, event.kind, event.turn, event.payload, event.payloadText);
     yield rows.take();
   }
 }
@@ -83,7 +88,7 @@ export function* eventRowsText(rows: EventRows, sliceSize: number): Generator<Bu
     for (let i = from; i < to; i++) payloadChars += rows.payloads[i]!.length;
     const text = new CopyRows(rowsChars(to - from, payloadChars));
     for (let i = from; i < to; i++) {
-      writeEventRow(text, rows.sessionIds[i]!, rows.seqs[i]!, rows.kinds[i]!, rows.turns[i]!, rows.payloads[i]!, rows.payloadTexts[i]!);
+      writeEventRow(text, copyField(rows.sessionIds[i]!), rows.seqs[i]!, rows.kinds[i]!, rows.turns[i]!, rows.payloads[i]!, rows.payloadTexts[i]!);
     }
     yield text.take();
   }
