@@ -2,18 +2,18 @@ import { createReadStream, type Dirent, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
-import { describeJsonValue } from '../json/describe-json-value.js';
-import { isJsonObject, type JsonObject } from '../json/json-value.js';
+import { isJsonObject } from '../json/json-value.js';
 import { JsonParseError, parseJsonKeepingMember } from '../json/parse-json.js';
 import { ConcurrencyError } from '../store/concurrency-error.js';
-import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventText } from '../store/encode-event.js';
+import { checkSessionId, type EncodeOptions } from '../store/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
 import { type Limits, maxLineBytes } from '../store/limits.js';
-import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
+import { InvalidEventError } from '../store/invalid-event-error.js';
 import { KERNEL_JOURNAL_DIR } from './file-kernel-journal.js';
 import { importKernelJournal, type JournalCounts } from './import-kernel-journal.js';
 import { DEFAULT_CHUNK_SIZE } from './default-chunk-size.js';
 import { LogWriter, MAX_CHUNK_CHARS, type WriteCounts } from './log-writer.js';
+import { type EventLine, readEventLine } from './event-line.js';
 import { readEventLines } from './event-lines.js';
 import { InvalidUtf8Error, LineTooLongError, readLines } from './read-lines.js';
 
@@ -282,14 +282,8 @@ interface SessionFile {
   refusal?: string;
 }
 
-interface SequencedEvent {
-  seq: number;
-  event: EncodedEvent;
-  origin: EventOrigin;
-}
-
 interface ReadFile extends SessionFile {
-  events: SequencedEvent[];
+  events: EventLine[];
 }
 
 /** Reads and checks a whole file, or says it holds more than `maxEvents` or {@link MAX_CHUNK_CHARS} bytes (to be streamed). */
@@ -352,15 +346,9 @@ async function importSessionFile(
 }
 
 /** The events of a `<session_id>.jsonl` file, each checked and encoded, a chunk of lines at a time. */
-async function* sessionFileEvents(file: SessionFile, options: EncodeOptions): AsyncGenerator<{ events: SequencedEvent[]; bytesRead: number }> {
+async function* sessionFileEvents(file: SessionFile, options: EncodeOptions): AsyncGenerator<{ events: EventLine[]; bytesRead: number }> {
   for await (const lines of readEventLines(createReadStream(file.path), { file: file.path, sessionId: file.sessionId }, options)) {
-    const events = lines.map((line) => {
-      const origin: EventOrigin = { file: file.path, line: line.lineNumber, sessionId: file.sessionId };
-      const { envelope, eventText } = parseEnvelope(line.text, origin, ['seq', 'event']);
-      const seq = readSeq(envelope, origin);
-      const at = { ...origin, seq };
-      return { seq, event: encodeEventText(eventText!, at, options, envelope.event), origin: at };
-    });
+    const events = lines.map((line) => readEventLine(line.text, { file: file.path, line: line.lineNumber, sessionId: file.sessionId }, options));
     yield { events, bytesRead: lines[lines.length - 1]!.bytesRead };
   }
 }
@@ -420,13 +408,9 @@ export async function importStream(
       let lastReported = writer.counts.newEvents + writer.counts.existingEvents;
       for await (const lines of readEventLines(input, { file: name }, options)) {
         for (const line of lines) {
-          const origin: EventOrigin = { file: name, line: line.lineNumber };
-          const { envelope, eventText } = parseEnvelope(line.text, origin, ['session_id', 'seq', 'event']);
-          const sessionId = checkSessionId(envelope.session_id, origin, options);
-          const seq = readSeq(envelope, { ...origin, sessionId });
-          const eventOrigin = { ...origin, sessionId, seq };
+          const { sessionId, seq, event, origin } = readEventLine(line.text, { file: name, line: line.lineNumber }, options);
           sessions.add(sessionId);
-          await writer.add(sessionId, seq, encodeEventText(eventText!, eventOrigin, options, envelope.event), eventOrigin);
+          await writer.add(sessionId, seq, event, origin);
         }
         const done = writer.counts.newEvents + writer.counts.existingEvents;
         if (done !== lastReported) {
@@ -444,28 +428,6 @@ export async function importStream(
     report.failures.push({ source: name, message: error.message });
   }
   return report;
-}
-
-/** A line's envelope, checked, with the source text of its `event` (stored as it is when it can be). */
-function parseEnvelope(text: string, origin: EventOrigin, fields: readonly string[]): { envelope: JsonObject; eventText: string | undefined } {
-  const { value, memberText: eventText } = InvalidEventError.parsing(() => parseJsonKeepingMember(text, 'event'), origin);
-  const shape = () => `{${fields.map((field) => JSON.stringify(field)).join(', ')}}`;
-  if (!isJsonObject(value)) throw new InvalidEventError(origin, `expected a JSON object ${shape()}`);
-  for (const field of fields) {
-    if (!(field in value)) throw new InvalidEventError(origin, `field "${field}" is missing (a line is ${shape()})`);
-  }
-  for (const key of Object.keys(value)) {
-    if (!fields.includes(key)) throw new InvalidEventError(origin, `unexpected field "${key}" (a line is ${shape()})`);
-  }
-  return { envelope: value, eventText };
-}
-
-function readSeq(envelope: JsonObject, origin: EventOrigin): number {
-  const seq = envelope.seq;
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
-    throw new InvalidEventError(origin, `field "seq": expected an integer from 0, got ${describeJsonValue(seq)}`);
-  }
-  return seq;
 }
 
 /** Errors about the input, reported per unit; anything else (the database down…) stops the import. */

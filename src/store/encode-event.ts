@@ -72,7 +72,7 @@ export interface EncodeOptions extends Limits {
  * ```
  */
 export function encodeEventText(text: string, origin: EventOrigin, options: EncodeOptions = {}, value?: JsonValue): EncodedEvent {
-  checkSize(text, origin, options);
+  checkEventSize(text, origin, options);
   const event = checkEvent(value ?? InvalidEventError.parsing(() => parseJson(text), origin), origin, options);
   return encoded(event, compactJson(text));
 }
@@ -129,10 +129,27 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
  */
 function encodeWritten(event: unknown, text: string | undefined, origin: EventOrigin, options: EncodeOptions): EncodedEvent {
   if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeJsonValue(event)}`);
-  checkSize(text, origin, options);
-  const shown = options.strict || mayHoldUnreadableString(text) ? undefined : kindAndTurnAsWritten(event as object);
-  if (shown === undefined) return encodeEventText(text, origin, options);
-  return { kind: shown.kind, turn: u32OrNull(shown.turn), payload: text, payloadText: null };
+  checkEventSize(text, origin, options);
+  const shown = kindAndTurnAsWritten(event as object);
+  return (shown && encodeAsWritten(text, shown, options)) ?? encodeEventText(text, origin, options);
+}
+
+/**
+ * The row of an event whose compact JSON text (no white space between tokens) is known to be
+ * JSON, whose size was checked, and whose `kind` (a non-empty string) and `turn` are known,
+ * when it is stored exactly as written; `undefined` when only a parse of the text can tell
+ * (under `strict`, or when it may hold a string SQL cannot read): then encode it with
+ * {@link encodeEventText}.
+ *
+ * @example
+ * ```ts
+ * encodeAsWritten('{"kind":"page_in","turn":3}', { kind: 'page_in', turn: 3 }, {});
+ * // { kind: 'page_in', turn: 3, payload: '{"kind":"page_in","turn":3}', payloadText: null }
+ * ```
+ */
+export function encodeAsWritten(compactText: string, shown: { kind: string; turn: unknown }, options: EncodeOptions): EncodedEvent | undefined {
+  if (options.strict || mayHoldUnreadableString(compactText)) return undefined;
+  return { kind: shown.kind, turn: u32OrNull(shown.turn), payload: compactText, payloadText: null };
 }
 
 /**
@@ -153,7 +170,7 @@ function kindAndTurnAsWritten(event: object): { kind: string; turn: unknown } | 
 }
 
 /** Refuses an event text of more bytes than the limit (counted first when it may be over: it takes a pass over the text). */
-function checkSize(text: string, origin: EventOrigin, limits: Limits): void {
+export function checkEventSize(text: string, origin: EventOrigin, limits: Limits): void {
   // A UTF-16 code unit is at most 3 bytes of UTF-8.
   if (text.length * 3 <= maxEventBytesOf(limits)) return;
   const tooLarge = eventTooLarge(Buffer.byteLength(text), limits);
@@ -204,8 +221,10 @@ function u32OrNull(turn: unknown): number | null {
  * ```
  */
 export function checkSessionId(sessionId: unknown, origin: Omit<EventOrigin, 'sessionId'> = {}, limits?: Limits): string {
-  if (typeof sessionId !== 'string' || sessionId === '' || hasUnstorableChar(sessionId)) {
-    const shown = typeof sessionId === 'string' ? JSON.stringify(shortened(sessionId)) : String(sessionId);
+  // Described, not converted: a parsed JSON object has no prototype, hence no toString.
+  if (typeof sessionId !== 'string') throw new InvalidEventError(origin, `session id: expected a non-empty string, got ${describeJsonValue(sessionId)}`);
+  if (sessionId === '' || hasUnstorableChar(sessionId)) {
+    const shown = JSON.stringify(shortened(sessionId));
     throw new InvalidEventError(
       origin,
       `session id ${shown} is not valid: it must be a non-empty string without U+0000 or lone surrogates`,
