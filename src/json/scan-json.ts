@@ -137,8 +137,10 @@ class Scanner {
         this.result.members.push({ key: text.slice(keyStart, keyEnd), start, end: this.pos });
         if (isInner) this.result.innerHasWhiteSpace = this.whiteSpaceRuns !== runsBefore;
       } else if (role === INNER) {
-        const index = this.innerKeys.findIndex((key) => this.isKey(keyStart, keyEnd, key));
-        if (index >= 0) this.result.innerMembers![index] = { key: this.innerKeys[index]!, start, end: this.pos };
+        for (let index = 0; index < this.innerKeys.length; index++) {
+          const key = this.innerKeys[index]!;
+          if (this.isKey(keyStart, keyEnd, key)) this.result.innerMembers![index] = { key, start, end: this.pos };
+        }
       }
       const more = this.nextItem(0x7d);
       if (more === undefined) return false;

@@ -1,7 +1,8 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EncodedEvent } from '../../src/store/encode-event.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
-import { eventRowsText, sessionEventsText } from '../../src/store/sql/copy-events.js';
+import { copyField, eventRowsText, sessionEventsText } from '../../src/store/sql/copy-events.js';
 
 const plain: EncodedEvent = { kind: 'page_in', turn: 3, payload: '{"kind":"page_in","turn":3}', payloadText: null };
 const awkward: EncodedEvent = {
@@ -37,5 +38,19 @@ describe('COPY text of events', () => {
     pushRow(rows, 'b', 5, plain);
     const slices = [...eventRowsText(rows, 2)].map((slice) => slice.toString('utf8'));
     expect(slices).toEqual([`a\t0\tpage_in\t3\t${plain.payload}\t\\N\n${awkwardRow}`, `b\t5\tpage_in\t3\t${plain.payload}\t\\N\n`]);
+  });
+
+  it('writes every field as copyField escapes it, however many backslashes and wherever they stand', () => {
+    const text = fc.string({ unit: fc.constantFrom('\\', '\\', 'a', '\u00e9', '\u{1f600}', '"', '\t', '\n', '\r'), maxLength: 40 });
+    const event = fc.record({ kind: text, turn: fc.constantFrom(null, 0, 7), payload: text, payloadText: fc.option(text) });
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 5 }), fc.array(event, { maxLength: 6 }), (sessionId, events) => {
+        const written = Buffer.concat([...sessionEventsText(sessionId, 0, [events])]).toString('utf8');
+        const fields = (value: string | null) => (value === null ? '\\N' : copyField(value));
+        const expected = events.map((e, seq) => [copyField(sessionId), seq, copyField(e.kind), e.turn ?? '\\N', copyField(e.payload), fields(e.payloadText)].join('\t') + '\n');
+        expect(written).toBe(expected.join(''));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -11,7 +11,8 @@ const COPY_EVENTS = 'COPY session_events (session_id, seq, kind, turn, payload, 
 /** A value as a field of COPY's text format: backslash, tab and line breaks escaped. */
 export function copyField(value: string): string {
   let text = value.includes('\\') ? value.replaceAll('\\', '\\\\') : value;
-  if (/[\t\n\r]/.test(text)) text = text.replaceAll('\t', '\\t').replaceAll('\n', '\\n').replaceAll('\r', '\\r');
+  // Three native searches: several times faster than one test of /[\t\n\r]/ on long text.
+  if (text.includes('\t') || text.includes('\n') || text.includes('\r')) text = text.replaceAll('\t', '\\t').replaceAll('\n', '\\n').replaceAll('\r', '\\r');
   return text;
 }
 
@@ -30,7 +31,15 @@ class CopyRows {
 
   /** A field, or `\N` for null, then a tab or, with `endOfRow`, a line break. */
   field(value: string | null, endOfRow = false): void {
-    this.escapedField(value === null ? '\\N' : copyField(value), endOfRow);
+    if (value === null || value.includes('\t') || value.includes('\n') || value.includes('\r')) {
+      this.escapedField(value === null ? '\\N' : copyField(value), endOfRow);
+      return;
+    }
+    // Backslashes are doubled in the bytes: an escaped copy of a long payload would be one more string to make and encode.
+    let backslashes = 0;
+    for (let at = value.indexOf('\\'); at !== -1; at = value.indexOf('\\', at + 1)) backslashes++;
+    this.escapedField(value, endOfRow);
+    if (backslashes > 0) this.doubleBackslashes(backslashes);
   }
 
   /** A field already escaped with {@link copyField} (one written on many rows is escaped once). */
@@ -39,6 +48,21 @@ class CopyRows {
     if (this.length + text.length * 3 + 1 > this.bytes.length) this.reserve(Buffer.byteLength(text) + 1);
     this.length += this.bytes.write(text, this.length);
     this.bytes[this.length++] = endOfRow ? 0x0a : 0x09;
+  }
+
+  /** Doubles the last `count` backslashes written (those of the field just written, before its tab or line break), moving the bytes after them. */
+  private doubleBackslashes(count: number): void {
+    this.reserve(count);
+    const bytes = this.bytes;
+    // From the last backslash back (in UTF-8 the byte 0x5C is never part of another character): what follows the k-th one moves k bytes on.
+    let tail = this.length;
+    for (let at = bytes.lastIndexOf(0x5c, tail - 1), shift = count; shift > 0; at = bytes.lastIndexOf(0x5c, at - 1), shift--) {
+      bytes.copyWithin(at + 1 + shift, at + 1, tail);
+      bytes[at + shift - 1] = 0x5c;
+      bytes[at + shift] = 0x5c;
+      tail = at;
+    }
+    this.length += count;
   }
 
   /** The rows written. */
