@@ -5,7 +5,7 @@ import { InvalidUtf8Error, LineTooLongError, type NumberedLine, readLines } from
 
 /** What `readLines` hands out before it stops, and why it stopped. */
 interface Outcome {
-  lines: Omit<NumberedLine, 'bytesRead'>[];
+  lines: NumberedLine[];
   error?: { name: string; lineNumber: number };
 }
 
@@ -13,7 +13,7 @@ async function read(chunks: readonly Buffer[], maxLineBytes?: number): Promise<O
   const outcome: Outcome = { lines: [] };
   try {
     for await (const lines of readLines(Readable.from(chunks), { maxLineBytes })) {
-      for (const { lineNumber, text } of lines) outcome.lines.push({ lineNumber, text });
+      outcome.lines.push(...lines);
     }
   } catch (error) {
     if (!(error instanceof InvalidUtf8Error || error instanceof LineTooLongError)) throw error;
@@ -25,13 +25,13 @@ async function read(chunks: readonly Buffer[], maxLineBytes?: number): Promise<O
 /** The same, the whole input at once, line by line: the model `readLines` must agree with. */
 function model(input: Buffer, maxLineBytes = Number.POSITIVE_INFINITY): Outcome {
   const outcome: Outcome = { lines: [] };
-  const pieces: Buffer[] = [];
+  const pieces: { piece: Buffer; bytesRead: number }[] = [];
   for (let start = 0; start < input.length; ) {
     const newline = input.indexOf(0x0a, start);
-    pieces.push(input.subarray(start, newline === -1 ? input.length : newline));
+    pieces.push({ piece: input.subarray(start, newline === -1 ? input.length : newline), bytesRead: newline === -1 ? input.length : newline + 1 });
     start = newline === -1 ? input.length : newline + 1;
   }
-  for (const [index, piece] of pieces.entries()) {
+  for (const [index, { piece, bytesRead }] of pieces.entries()) {
     const lineNumber = index + 1;
     const bytes = piece.at(-1) === 0x0d ? piece.subarray(0, -1) : piece;
     if (bytes.length > maxLineBytes) return { ...outcome, error: { name: 'LineTooLongError', lineNumber } };
@@ -41,7 +41,7 @@ function model(input: Buffer, maxLineBytes = Number.POSITIVE_INFINITY): Outcome 
     } catch {
       return { ...outcome, error: { name: 'InvalidUtf8Error', lineNumber } };
     }
-    if (!/^[ \t\r]*$/.test(text)) outcome.lines.push({ lineNumber, text });
+    if (!/^[ \t\r]*$/.test(text)) outcome.lines.push({ lineNumber, text, bytesRead });
   }
   return outcome;
 }
@@ -89,6 +89,20 @@ describe('readLines on arbitrary bytes', () => {
   });
 });
 
+describe('readLines on text', () => {
+  it('agrees with reading the whole input at once on text lines of any ending, blank or not, however it is chunked', async () => {
+    const text = fc.string({ unit: fc.constantFrom('a', '{"k":1}', 'é', '\u{1f600}', ' ', '\t', '\r', '\ufeff'), maxLength: 12 });
+    const ending = fc.constantFrom('\n', '\r\n', '\r\r\n');
+    const input = fc.tuple(fc.array(fc.tuple(text, ending), { maxLength: 30 }), text).map(([lines, last]) => Buffer.from(lines.map(([line, end]) => line + end).join('') + last));
+    await fc.assert(
+      fc.asyncProperty(input, fc.array(fc.nat(), { maxLength: 6 }), fc.option(fc.integer({ min: 0, max: 30 })), async (bytes, cuts, max) => {
+        expect(await read(chunked(bytes, cuts), max ?? undefined)).toEqual(model(bytes, max ?? undefined));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
 describe('readLines on long lines', () => {
   /** A stream of `count` chunks of `size` bytes with no newline, counting what was taken of it. */
   function endlessLine(size: number, count = Number.POSITIVE_INFINITY) {
@@ -119,7 +133,7 @@ describe('readLines on long lines', () => {
 
   it('takes a line of exactly the limit, and its \\r\\n ending', async () => {
     const line = 'é'.repeat(50);
-    expect(await read([Buffer.from(`${line}\r\n${line}\r`)], 100)).toEqual({ lines: [{ lineNumber: 1, text: line }, { lineNumber: 2, text: line }] });
+    expect(await read([Buffer.from(`${line}\r\n${line}\r`)], 100)).toEqual({ lines: [{ lineNumber: 1, text: line, bytesRead: 102 }, { lineNumber: 2, text: line, bytesRead: 203 }] });
     expect(await read([Buffer.from(`${line}a\r\n`)], 100)).toEqual({ lines: [], error: { name: 'LineTooLongError', lineNumber: 1 } });
   });
 
