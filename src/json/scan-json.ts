@@ -1,8 +1,8 @@
 /**
  * A check of JSON text that builds no value: the fast path for the lines of a log, whose events
  * are mostly stored as written and not read. It never accepts a text that `parseJson` refuses;
- * on anything out of the ordinary (an error, an escaped key, an object of many members, deep
- * nesting, a top level that is no object) it gives up, and the caller parses the text, for its
+ * on anything out of the ordinary (an error, an escaped or long key, an object of many members,
+ * deep nesting, a top level that is no object) it gives up, and the caller parses the text, for its
  * value or for its exact error.
  *
  * @module
@@ -50,6 +50,8 @@ export function scanJsonObject(text: string, inner: string, innerKeys: readonly 
 const MAX_SCANNED_DEPTH = 64;
 /** Members of one object told apart by comparing each key with the others; more are left to the parser. */
 const MAX_SCANNED_KEYS = 64;
+/** Characters of a key the scan compares; a longer key is left to the parser (whose hash lookup costs no more for it). */
+const MAX_SCANNED_KEY_CHARS = 256;
 
 /** `[start, end)` of the keys of the objects being scanned, innermost last; shared, as a scan never nests in another. */
 const keySpans = new Int32Array(2 * MAX_SCANNED_KEYS * (MAX_SCANNED_DEPTH + 1));
@@ -182,11 +184,11 @@ class Scanner {
     return true;
   }
 
-  /** Records a key of the object whose keys start at `firstKey`; false when it repeats one, or there are too many to compare. */
+  /** Records a key of the object whose keys start at `firstKey`; false when it repeats one, or there are too many or too long to compare. */
   private addKey(firstKey: number, start: number, end: number): boolean {
     const top = this.keyTop;
-    if (top - firstKey >= 2 * MAX_SCANNED_KEYS) return false;
     const length = end - start;
+    if (top - firstKey >= 2 * MAX_SCANNED_KEYS || length > MAX_SCANNED_KEY_CHARS) return false;
     for (let k = firstKey; k < top; k += 2) {
       if (keySpans[k + 1]! - keySpans[k]! === length && this.sameText(keySpans[k]!, start, length)) return false;
     }

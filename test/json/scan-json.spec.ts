@@ -102,14 +102,16 @@ describe('scanJsonObject', () => {
     }
   });
 
-  it('gives up on valid text it does not follow: escaped keys, many members, deep nesting, tabs, a top level that is no object', () => {
+  it('gives up on valid text it does not follow: escaped or long keys, many members, deep nesting, tabs, a top level that is no object', () => {
     const manyMembers = `{${Array.from({ length: 65 }, (_, i) => `"k${i}":${i}`).join(',')}}`;
     const deep = `{"a":${'['.repeat(64)}${']'.repeat(64)}}`;
-    for (const text of ['{"\\u0061":1,"a":2}', '{"k\\n":1}', manyMembers, deep, '{"a":\t1}', '[1]', '"x"']) {
+    const longKey = `{"${'k'.repeat(257)}":1}`;
+    for (const text of ['{"\\u0061":1,"a":2}', '{"k\\n":1}', manyMembers, deep, longKey, '{"a":\t1}', '[1]', '"x"']) {
       expect(scanJsonObject(text, 'event', EVENT_COLUMNS), text.slice(0, 40)).toBeUndefined();
     }
     const shallower = `{"a":${'['.repeat(63)}${']'.repeat(63)}}`;
     expect(scanJsonObject(shallower, 'event', EVENT_COLUMNS)).toBeDefined();
+    expect(scanJsonObject(`{"${'k'.repeat(256)}":1}`, 'event', EVENT_COLUMNS)).toBeDefined();
     expect(scanJsonObject(`{${Array.from({ length: 64 }, (_, i) => `"k${i}":${i}`).join(',')}}`, 'event', EVENT_COLUMNS)).toBeDefined();
   });
 
