@@ -1,7 +1,7 @@
 import { describeJsonValue } from '../json/describe-json-value.js';
 import { compactJson } from '../json/json-text.js';
 import { isJsonObject, type JsonObject } from '../json/json-value.js';
-import { parseJsonKeepingMember } from '../json/parse-json.js';
+import { parseJsonKeepingMember, SAFE_DIGITS } from '../json/parse-json.js';
 import { type JsonObjectScan, scanJsonObject } from '../json/scan-json.js';
 import { checkEventSize, checkSessionId, type EncodedEvent, type EncodeOptions, encodeAsWritten, encodeEventText } from '../store/encode-event.js';
 import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
@@ -78,9 +78,9 @@ function readScannedLine(text: string, scan: JsonObjectScan, origin: EventOrigin
   return event && { sessionId, seq, event, origin: at };
 }
 
-/** Digits of an integer from 0 that is safe to read without a parse (at most 15 of them). */
+/** Digits of an integer from 0 that is safe to read without a parse (at most {@link SAFE_DIGITS} of them). */
 function plainInteger(text: string, start: number, end: number): number | undefined {
-  if (end - start > 15 || (text.charCodeAt(start) === 0x30 && end - start > 1)) return undefined;
+  if (end - start > SAFE_DIGITS || (text.charCodeAt(start) === 0x30 && end - start > 1)) return undefined;
   let value = 0;
   for (let i = start; i < end; i++) {
     const digit = text.charCodeAt(i) - 0x30;

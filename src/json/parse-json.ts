@@ -145,7 +145,7 @@ class DuplicateKeyFault {
  */
 
 /** Integer literals with at most this many digits are always safe integers. */
-const SAFE_DIGITS = 15;
+export const SAFE_DIGITS = 15;
 
 class Parser {
   /** Index of the next character to read. */
@@ -483,7 +483,7 @@ class Parser {
 }
 
 /** The value of a hex digit, or a large negative number so that an OR of four stays negative. */
-function hexDigit(c: number): number {
+export function hexDigit(c: number): number {
   if (c >= 0x30 && c <= 0x39) return c - 0x30;
   if (c >= 0x61 && c <= 0x66) return c - 0x57;
   if (c >= 0x41 && c <= 0x46) return c - 0x37;

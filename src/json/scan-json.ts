@@ -8,6 +8,8 @@
  * @module
  */
 
+import { hexDigit } from './parse-json.js';
+
 /** A member of a scanned object: its key and where its value stands in the text, `[start, end)`. */
 export interface ScannedMember {
   key: string;
@@ -90,13 +92,12 @@ class Scanner {
     return this.pos === this.len;
   }
 
+  /** Steps over spaces: the only white space left, as text holding a tab, LF or CR was left to the parser. */
   private skipWhiteSpace(): void {
     const text = this.text;
     let pos = this.pos;
-    let c = text.charCodeAt(pos);
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return;
-    do c = text.charCodeAt(++pos);
-    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09);
+    if (text.charCodeAt(pos) !== 0x20) return;
+    while (text.charCodeAt(++pos) === 0x20);
     this.pos = pos;
     this.whiteSpaceRuns++;
   }
@@ -210,7 +211,7 @@ class Scanner {
     return end - start === key.length && this.text.startsWith(key, start);
   }
 
-  /** The index of the closing quote of a string opened before `start` that holds no escape nor control character, or -1. */
+  /** The index of the closing quote of a string opened before `start` that holds no escape, or -1 (control characters were ruled out beforehand). */
   private plainStringEnd(start: number): number {
     const text = this.text;
     const len = this.len;
@@ -218,7 +219,7 @@ class Scanner {
       const c = text.charCodeAt(i);
       if (c > 0x5c) continue;
       if (c === 0x22) return i;
-      if (c === 0x5c || c < 0x20) return -1;
+      if (c === 0x5c) return -1;
     }
     return -1;
   }
@@ -242,7 +243,7 @@ class Scanner {
       }
       const e = text.charCodeAt(escape + 1);
       if (e === 0x75) {
-        if (!(isHexDigit(text.charCodeAt(escape + 2)) && isHexDigit(text.charCodeAt(escape + 3)) && isHexDigit(text.charCodeAt(escape + 4)) && isHexDigit(text.charCodeAt(escape + 5)))) return false;
+        if ((hexDigit(text.charCodeAt(escape + 2)) | hexDigit(text.charCodeAt(escape + 3)) | hexDigit(text.charCodeAt(escape + 4)) | hexDigit(text.charCodeAt(escape + 5))) < 0) return false;
         i = escape + 6;
       } else if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
         i = escape + 2;
@@ -288,8 +289,4 @@ class Scanner {
     this.pos += word.length;
     return true;
   }
-}
-
-function isHexDigit(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
 }
