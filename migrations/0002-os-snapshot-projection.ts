@@ -1,6 +1,41 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
+ * A session's snapshot as the spec's JSON, built from its `os_snapshots` row `s` and its rows
+ * of the list tables: the column `snapshot` of `os_snapshot_json`. `json`, not `jsonb`, keeps
+ * the keys in the order they are built: the spec's order. Since `os_snapshot/0001`, also the
+ * body of the function that view calls.
+ */
+export const osSnapshotJsonSql = sql`
+  json_build_object(
+    'last_suspend', CASE WHEN s.last_suspend_seq IS NULL THEN NULL ELSE json_build_object(
+      'turn', s.last_suspend_turn,
+      'reason', s.last_suspend_reason,
+      'pending_calls', to_json(s.last_suspend_pending_calls)) END,
+    'last_resumed_turn', s.last_resumed_turn,
+    'process_by_agent', coalesce((
+      SELECT json_agg(json_build_object(
+               'turn', p.turn, 'agent_id', p.agent_id,
+               'parent_session_id', p.parent_session_id, 'state', p.state) ORDER BY p.first_seq)
+      FROM os_processes p WHERE p.session_id = s.session_id), '[]'::json),
+    'budget_exceeded', coalesce((
+      SELECT json_agg(json_build_object('turn', b.turn, 'budget', b.budget) ORDER BY b.seq)
+      FROM os_budget_exceeded b WHERE b.session_id = s.session_id), '[]'::json),
+    'signals', coalesce((
+      SELECT json_agg(json_build_object(
+               'turn', g.turn, 'signal_id', g.signal_id,
+               'disposition', g.disposition, 'queue_depth', g.queue_depth) ORDER BY g.seq)
+      FROM os_signals g WHERE g.session_id = s.session_id), '[]'::json),
+    'page_out_count', s.page_out_count,
+    'page_in_count', s.page_in_count,
+    'tool_gated_count', s.tool_gated_count,
+    'memory_written_count', s.memory_written_count,
+    'memory_queried_count', s.memory_queried_count,
+    'memory_validation_failed_count', s.memory_validation_failed_count,
+    'memory_retrieval_result_count', s.memory_retrieval_result_count
+  )`;
+
+/**
  * The OS audit snapshot, materialized (shared/spec/session-events.md, section 3), and the
  * projector's bookkeeping.
  *
@@ -87,38 +122,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     )`.execute(db);
   await sql`CREATE INDEX os_budget_exceeded_budget_idx ON os_budget_exceeded (budget, session_id)`.execute(db);
 
-  // json (not jsonb) keeps the keys in the order they are built: the spec's order.
-  await sql`
-    CREATE VIEW os_snapshot_json AS
-    SELECT s.session_id,
-      json_build_object(
-        'last_suspend', CASE WHEN s.last_suspend_seq IS NULL THEN NULL ELSE json_build_object(
-          'turn', s.last_suspend_turn,
-          'reason', s.last_suspend_reason,
-          'pending_calls', to_json(s.last_suspend_pending_calls)) END,
-        'last_resumed_turn', s.last_resumed_turn,
-        'process_by_agent', coalesce((
-          SELECT json_agg(json_build_object(
-                   'turn', p.turn, 'agent_id', p.agent_id,
-                   'parent_session_id', p.parent_session_id, 'state', p.state) ORDER BY p.first_seq)
-          FROM os_processes p WHERE p.session_id = s.session_id), '[]'::json),
-        'budget_exceeded', coalesce((
-          SELECT json_agg(json_build_object('turn', b.turn, 'budget', b.budget) ORDER BY b.seq)
-          FROM os_budget_exceeded b WHERE b.session_id = s.session_id), '[]'::json),
-        'signals', coalesce((
-          SELECT json_agg(json_build_object(
-                   'turn', g.turn, 'signal_id', g.signal_id,
-                   'disposition', g.disposition, 'queue_depth', g.queue_depth) ORDER BY g.seq)
-          FROM os_signals g WHERE g.session_id = s.session_id), '[]'::json),
-        'page_out_count', s.page_out_count,
-        'page_in_count', s.page_in_count,
-        'tool_gated_count', s.tool_gated_count,
-        'memory_written_count', s.memory_written_count,
-        'memory_queried_count', s.memory_queried_count,
-        'memory_validation_failed_count', s.memory_validation_failed_count,
-        'memory_retrieval_result_count', s.memory_retrieval_result_count
-      ) AS snapshot
-    FROM os_snapshots s`.execute(db);
+  await sql`CREATE VIEW os_snapshot_json AS SELECT s.session_id, ${osSnapshotJsonSql} AS snapshot FROM os_snapshots s`.execute(db);
 
   await sql`
     CREATE TABLE projection_checkpoints (

@@ -1,3 +1,4 @@
+import { plannedOnceSnapshotView } from '../../src/projector/planned-once-snapshot-view.js';
 import { defineProjection } from '../../src/projector/projection.js';
 import { evolveOsSnapshotV0260, type OsSnapshotV0260State, osSnapshotV0260State } from './fold-os-snapshot-v0-2-60.js';
 import * as tables from './migrations/0001-tables.js';
@@ -28,6 +29,7 @@ export const osSnapshotV0260Projection = defineProjection<OsSnapshotV0260State>(
     '0001-tables': tables,
     '0002-snapshot-view': snapshotView,
     '0003-dashboard-views': dashboardViews,
+    '0004-snapshot-json-planned-once': plannedOnceSnapshotView({ view: 'os_snapshot_v0_2_60_json', heads: 'os_v0_2_60_snapshots', json: snapshotView.osSnapshotV0260JsonSql }),
   },
   sessionHeads: 'os_v0_2_60_snapshots',
   tables: [

@@ -4,8 +4,8 @@ import type { Projection } from './projection.js';
 import { batchTableOf, createBatchTableSql } from './sql/session-batch-sql.js';
 
 /** The group roles of migration 0005: who reads the snapshots, and who runs the projector. */
-const READER_ROLE = 'os_audit_reader';
-const PROJECTOR_ROLE = 'os_audit_projector';
+export const READER_ROLE = 'os_audit_reader';
+export const PROJECTOR_ROLE = 'os_audit_projector';
 
 /**
  * Makes each projection known to the database once its migrations have run: its checkpoint row

@@ -97,7 +97,7 @@ describe.runIf(citusTestsRun)('the projector on Citus', () => {
       await cluster?.stop();
     });
 
-    it('folds every event exactly once: every session equals the in-memory fold of its log', async () => {
+    it('folds every event exactly once: every session equals the in-memory fold of its log', { timeout: 300_000 }, async () => {
       const db = scratch!.db;
       const abort = new AbortController();
       const errors: string[] = [];

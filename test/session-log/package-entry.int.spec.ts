@@ -65,6 +65,7 @@ const expectedExports = [
   'osSnapshotProjection',
   'parseJson',
   'parseOsSnapshot',
+  'plannedOnceSnapshotView',
   'projectionHalt',
   'readEvent',
   'readProjectionStatus',
