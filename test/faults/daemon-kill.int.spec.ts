@@ -55,6 +55,10 @@ describe('kill -9 of the daemon during a long catch-up', () => {
     }
     expect(killedAt).toEqual([...killedAt].sort((a, b) => a - b));
     const last = run.startDaemon(testDb.url, { owner: 'fault-daemon-last', args: DAEMON_ARGS });
+    // The last killed daemon's batch may have committed the whole backlog without it: the
+    // catch-up below can then hold before this one has started, and a SIGTERM sent before its
+    // handler is installed kills it (seen on a slow machine).
+    await last.waitForLog('started', 60_000);
     await pollUntil('the last daemon to catch up', async () => (await readProjectionStatus(testDb.db, 'os_snapshot')).behind.events === 0, {
       timeoutMs: 120_000,
       intervalMs: 50,
