@@ -35,6 +35,8 @@ export interface SnapshotViewParts {
 export function plannedOnceSnapshotView({ view, heads, json }: SnapshotViewParts): Migration {
   const fn = sql.id(`${view}_of`);
   const signature = sql`${fn}(${sql.table(heads)})`;
+  const viewOf = (snapshot: RawBuilder<unknown>) =>
+    sql`CREATE OR REPLACE VIEW ${sql.table(view)} AS SELECT s.session_id, ${snapshot} AS snapshot FROM ${sql.table(heads)} s`;
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       if (await storeIsDistributed(db)) return;
@@ -46,11 +48,11 @@ export function plannedOnceSnapshotView({ view, heads, json }: SnapshotViewParts
         END
         $$`.execute(db);
       await sql`GRANT EXECUTE ON FUNCTION ${signature} TO ${sql.id(READER_ROLE)}, ${sql.id(PROJECTOR_ROLE)}`.execute(db);
-      await sql`CREATE OR REPLACE VIEW ${sql.table(view)} AS SELECT s.session_id, ${fn}(s) AS snapshot FROM ${sql.table(heads)} s`.execute(db);
+      await viewOf(sql`${fn}(s)`).execute(db);
     },
     async down(db: Kysely<unknown>): Promise<void> {
       if (await storeIsDistributed(db)) return;
-      await sql`CREATE OR REPLACE VIEW ${sql.table(view)} AS SELECT s.session_id, ${json} AS snapshot FROM ${sql.table(heads)} s`.execute(db);
+      await viewOf(json).execute(db);
       await sql`DROP FUNCTION ${signature}`.execute(db);
     },
   };

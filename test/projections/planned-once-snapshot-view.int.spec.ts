@@ -51,7 +51,7 @@ const CASES: Case[] = [
 let run = 0;
 
 describe.each(CASES)('$projection.snapshotView, planned once per connection ($migration)', ({ projection, heads, json, migration, before, logs }) => {
-  const view = projection.snapshotView as string;
+  const view = projection.snapshotView;
 
   /** The plan of a one-session lookup, as a dashboard sends it. */
   async function lookupPlan(): Promise<string> {
