@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: the performance suite (see BENCHMARKS.md). Generates a seeded corpus, then
  * measures in one run, each as a median of `--runs`: appends (API, import) against raw COPY,
+ * the CLI's import of a folder of as many events as the catch-up corpus against COPY,
  * catch-up projection against the set-based SQL limit, live commit-to-visible latency, the
  * snapshot query, the daemon's peak RSS, and the size on disk; `--scaling` adds the catch-up
  * curve at 100k, 1M and 5M events; `--citus` then the appends and the catch-up again on a local
@@ -63,7 +64,8 @@ const CLI_LATENCY_PHASE = "cli latency: os-audit snapshot S against node -e '' p
 
 const USAGE = `usage: npm run bench -- [options]
 
-  --events N        catch-up corpus size (default 1000000); appends use about N/10
+  --events N        catch-up corpus size (default 1000000); appends use about N/10, the
+                    import DIR target N
   --runs K          runs per figure, the median is reported (default 3)
   --scaling         also the catch-up curve at 100k, 1M and 5M events, and the query among
                     10M sessions (long)
@@ -215,6 +217,7 @@ async function main(): Promise<void> {
   }
   const importDirectory = path.join(os.tmpdir(), `os-audit-bench-import-${process.pid}`);
   const importStream = path.join(os.tmpdir(), `os-audit-bench-import-${process.pid}.jsonl`);
+  const largeImportDirectory = path.join(os.tmpdir(), `os-audit-bench-large-import-${process.pid}`);
   const removeImportFiles = () => {
     rmSync(importDirectory, { recursive: true, force: true });
     rmSync(importStream, { force: true });
@@ -264,6 +267,19 @@ async function main(): Promise<void> {
       return measureAppends(() => createScratchDatabase(server.adminUrl), appendCorpus, methods, options.runs, log);
     });
     if (!options.citus) removeImportFiles();
+
+    // Issue 17's import target is for the bin on 1M events: the append corpus's sessions, as many as make N events.
+    const largeImport = await phase(`import DIR: ${int(options.events)} events against raw COPY`, async () => {
+      const corpus = makeAppendCorpus(`${SEED}/append`, Math.max(1, Math.round(options.events / APPEND_SESSION_LENGTH)), APPEND_SESSION_LENGTH);
+      log(`   corpus: ${corpus.stats.describe()}; ${corpus.sessions.length} sessions of ${APPEND_SESSION_LENGTH} events`);
+      writeImportDirectory(corpus, largeImportDirectory);
+      try {
+        const methods: AppendMethod[] = [{ type: 'copy' }, { type: 'import-cli', path: largeImportDirectory, cliEntry: binEntry, label: `os-audit import DIR of ${int(corpus.events)} events, the bin` }];
+        return await measureAppends(() => createScratchDatabase(server.adminUrl), corpus, methods, options.runs, log);
+      } finally {
+        rmSync(largeImportDirectory, { recursive: true, force: true });
+      }
+    });
 
     const smallEvents = await phase('small events: size on disk', async () => {
       const size = await smallEventsDiskSize(server.adminUrl, `${SEED}/small`, SMALL_EVENTS);
@@ -365,6 +381,7 @@ async function main(): Promise<void> {
         environment,
         corpus: stats.toJson(),
         append,
+        largeImport,
         catchUp,
         disk,
         smallEvents,
