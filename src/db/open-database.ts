@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { parseJson } from '../json/parse-json.js';
+import { exactInteger } from './exact-integer.js';
 import { type ConnectionRetry, retryOnConnectionLoss } from './retry-on-connection-loss.js';
 import type { DB } from './schema.js';
 
@@ -37,19 +38,11 @@ const JSONB_OID = 3802;
  */
 const exactTypes: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: string) => {
-    if (oid === INT8_OID) return parseSafeInteger;
+    if (oid === INT8_OID) return exactInteger;
     if (oid === JSON_OID || oid === JSONB_OID) return parseJson;
     return pg.types.getTypeParser(oid, format as 'text');
   }) as pg.CustomTypesConfig['getTypeParser'],
 };
-
-function parseSafeInteger(text: string): number {
-  const value = Number(text);
-  if (!Number.isSafeInteger(value)) {
-    throw new RangeError(`bigint value ${text} is beyond 2^53 and cannot be read as a number`);
-  }
-  return value;
-}
 
 /**
  * Opens a pooled, typed connection to an os-audit database. A connection lost while idle is

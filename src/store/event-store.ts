@@ -3,6 +3,7 @@ import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { ConnectionLostError, isConnectionLoss } from '../db/connection-loss.js';
 import { distributedWorkEnded, isStoreDistributed, notifyAppended, notifyAppendedOnCitus } from '../db/distributed-store.js';
+import { exactInteger } from '../db/exact-integer.js';
 import { poolOf } from '../db/open-database.js';
 import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { sleep } from '../time/sleep.js';
@@ -110,9 +111,9 @@ export class EventStore {
   private readonly connectionRetry: ConnectionRetry | false;
 
   /**
-   * `db`: from `openDatabase` (or a transaction of one), which reads `bigint` columns as
-   * numbers; a Kysely on a pool of your own must read them so too (pg's type parser for OID 20),
-   * or heads and counts come back as strings and appends fail.
+   * `db`: from `openDatabase` (or a transaction of one), or a Kysely on a pool of your own: the
+   * store reads seqs, positions and counts as numbers whether the pool's type parser gives them
+   * as numbers (`openDatabase`'s) or as strings (pg's default), and reads events as text.
    * `connectionRetry`: how long an append or read outside a transaction keeps trying while the
    * connection to PostgreSQL is lost (default: for 60 s, with backoff); `false` fails
    * at once. Appends are never stored twice by it (see {@link append}).
@@ -413,7 +414,7 @@ export class EventStore {
       await copyEvents(this.copyClient, eventRowsText(rows, APPEND_SLICE));
     } else {
       const result = (await appendSequencedSql(rows).execute(this.db)).rows[0]!;
-      if (result.inserted !== rows.seqs.length) throw await this.notAdvanced(rows, result.advanced);
+      if (exactInteger(result.inserted) !== rows.seqs.length) throw await this.notAdvanced(rows, result.advanced);
     }
     await notifyAppendedOnCitus(this.db);
   }
@@ -447,7 +448,7 @@ export class EventStore {
     let query = this.db.selectFrom('sessions').select('last_seq').where('session_id', '=', sessionId);
     if (options.lock) query = query.forUpdate();
     const head = await this.retrying(() => query.executeTakeFirst());
-    return head?.last_seq ?? -1;
+    return head === undefined ? -1 : exactInteger(head.last_seq);
   }
 
   /** The last seq of each of these sessions that has events. */
@@ -459,7 +460,7 @@ export class EventStore {
       .select(['session_id', 'last_seq'])
       .where('session_id', '=', (eb) => eb.fn.any(eb.val([...sessionIds])));
     const rows = await this.retrying(() => query.execute());
-    return new Map(rows.map((row) => [row.session_id, row.last_seq]));
+    return new Map(rows.map((row) => [row.session_id, exactInteger(row.last_seq)]));
   }
 
   /**
@@ -487,10 +488,11 @@ export class EventStore {
       const pageQuery = query.orderBy('seq').limit(pageSize);
       const page = await this.retrying(() => pageQuery.execute());
       for (const row of page) {
-        yield { sessionId, seq: row.seq, position: row.position, kind: row.kind, recordedAt: row.recorded_at, text: row.text };
+        const seq = exactInteger(row.seq);
+        yield { sessionId, seq, position: exactInteger(row.position), kind: row.kind, recordedAt: row.recorded_at, text: row.text };
+        nextSeq = seq + 1;
       }
       if (page.length < pageSize) return;
-      nextSeq = page[page.length - 1]!.seq + 1;
     }
   }
 

@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import type { DB } from '../../src/db/schema.js';
 import { JsonFloat, type JsonValue } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
 import { ConcurrencyError } from '../../src/store/concurrency-error.js';
@@ -270,6 +271,33 @@ describe('readSession', () => {
     expect((await readAll('paged-1', { pageSize: 4 })).map((row) => row.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i));
     expect((await readAll('paged-1', { fromSeq: 20, pageSize: 5 })).map((row) => row.seq)).toEqual([20, 21, 22, 23, 24]);
     expect(await readAll('no-such-session')).toEqual([]);
+  });
+});
+
+describe('on a Kysely of the user\'s own, whose pool reads bigint as strings (pg\'s default)', () => {
+  it('reads seqs, positions and heads as numbers, every event in order, and stores sequenced rows', async () => {
+    const own = new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: testDb.url }) }) });
+    try {
+      const { rows } = await sql<{ head: unknown }>`SELECT 1::bigint AS head`.execute(own);
+      expect(rows[0]!.head).toBe('1');
+      const plain = new EventStore(own);
+      expect(await plain.append('own-1', Array.from({ length: 25 }, (_, i) => pageIn(i)))).toEqual(Array.from({ length: 25 }, (_, i) => i));
+      const read = [];
+      // Pages of 2: each next page starts after the last seq read.
+      for await (const stored of plain.readSession('own-1', { pageSize: 2 })) read.push(stored);
+      expect(read.map((stored) => stored.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+      expect(read.every((stored) => typeof stored.position === 'number')).toBe(true);
+      expect(read.map((stored) => stored.event)).toEqual(Array.from({ length: 25 }, (_, i) => pageIn(i)));
+      expect(await plain.lastSeq('own-1')).toBe(24);
+      expect(await plain.lastSeqs(['own-1', 'own-none'])).toEqual(new Map([['own-1', 24]]));
+
+      const sequenced = emptyRows();
+      for (let seq = 25; seq < 30; seq++) pushRow(sequenced, 'own-1', seq, encodeEventValue(pageIn(seq), {}));
+      await plain.transaction((transaction) => transaction.appendSequenced(sequenced));
+      expect(await plain.lastSeq('own-1')).toBe(29);
+    } finally {
+      await own.destroy();
+    }
   });
 });
 
