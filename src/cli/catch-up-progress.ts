@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
+import { exactInteger } from '../db/exact-integer.js';
 import { countOf } from '../text/count-of.js';
 import { ProgressLine } from './progress-line.js';
 
@@ -91,5 +92,5 @@ async function eventsBehind(db: Kysely<DB>, projections: readonly string[]): Pro
     .select((eb) => eb.fn.sum<string | null>('lag_events').as('behind'))
     .where('projection', 'in', projections)
     .executeTakeFirstOrThrow();
-  return Number(row.behind ?? 0);
+  return exactInteger(row.behind ?? 0);
 }

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { exactInteger } from '../db/exact-integer.js';
 import { storeIsDistributed } from '../db/distributed-store.js';
 
 /** The open transaction that keeps new events from being projected. */
@@ -141,7 +142,7 @@ export async function readProjectionStatus(db: Kysely<DB>, projection: string): 
     behind,
     leader: lease ? { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expires_at, live: lease.live } : null,
     lastError,
-    skippedEvents: Number(skipped.n),
+    skippedEvents: exactInteger(skipped.n),
     blockedSessions: blocked[0]?.total ?? 0,
     blocked: blocked.map((row) => ({ sessionId: row.session_id, seq: row.seq, kind: row.kind, reason: row.reason, problem: row.problem, since: row.blocked_at })),
     horizonHeldBy: heldBack ? await findHorizonHolder(db) : null,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { exactInteger } from '../db/exact-integer.js';
 import { atomically, type BatchConnection, kyselyConnection, undone } from './batch-connection.js';
 import type { Checkpoint } from './checkpoint.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
@@ -103,18 +104,18 @@ export async function runBatch(
   } catch (error) {
     throw unmetRequirement(error, projection, held) ?? error;
   }
-  // Number(): a database not opened by os-audit gives bigint columns as strings.
+  // A database not opened by os-audit gives bigint columns as strings.
   return {
-    windowCount: Number(outcome.window_count),
-    eventsApplied: Number(outcome.applied),
-    skipped: Number(outcome.skipped),
-    stoppedCount: Number(outcome.stopped_count),
+    windowCount: exactInteger(outcome.window_count),
+    eventsApplied: exactInteger(outcome.applied),
+    skipped: exactInteger(outcome.skipped),
+    stoppedCount: exactInteger(outcome.stopped_count),
     stopped: outcome.stopped,
-    resumedCount: Number(outcome.resumed_count),
+    resumedCount: exactInteger(outcome.resumed_count),
     checkpoint:
       outcome.end_transaction_id === null || outcome.end_position === null
         ? undefined
-        : { transactionId: outcome.end_transaction_id, position: Number(outcome.end_position) },
+        : { transactionId: outcome.end_transaction_id, position: exactInteger(outcome.end_position) },
   };
 }
 

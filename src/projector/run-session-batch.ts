@@ -1,5 +1,6 @@
 import type { Kysely, RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { exactInteger } from '../db/exact-integer.js';
 import { type BatchConnection, undone } from './batch-connection.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
 import type { Projection } from './projection.js';
@@ -74,7 +75,7 @@ async function foldWork(
   const stopped = await connection.query<StoppedSession>(batch.stopSessions, [options.skipInvalid]);
   if (stopped.length > 0) await connection.query(batch.trimWork, []);
   const [size] = await connection.query<{ events: string }>(batch.workSize, []);
-  const windowCount = Number(size!.events);
+  const windowCount = exactInteger(size!.events);
   let skipped = 0;
   if (windowCount > 0) {
     for (const statement of batch.fold) await connection.query(statement, []);

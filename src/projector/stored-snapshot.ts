@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { exactInteger } from '../db/exact-integer.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import type { EventStore } from '../store/event-store.js';
@@ -46,7 +47,7 @@ export async function readStoredSnapshot(db: Kysely<DB>, projection: Projection,
  * missing from the map.
  */
 export async function readStoredSnapshots(db: Kysely<DB>, projection: Projection, sessionIds: readonly string[]): Promise<Map<string, StoredSnapshot>> {
-  const { rows } = await sql<{ session_id: string; json: string | null; last_seq: string | number | null } & Partial<Record<keyof SessionStop | 'stop_seq', unknown>>>`
+  const { rows } = await sql<{ session_id: string; json: string | null; last_seq: string | number | null; stop_seq: string | number | null; position: string | number | null } & Partial<Record<Exclude<keyof SessionStop, 'seq' | 'position'>, unknown>>>`
     SELECT h.session_id, j.snapshot::text AS json, s.last_seq, b.seq AS stop_seq, b.position, b.kind, b.reason, b.problem
     FROM sessions AS h
     LEFT JOIN ${sql.table(projection.snapshotView)} AS j ON j.session_id = h.session_id
@@ -60,15 +61,15 @@ export async function readStoredSnapshots(db: Kysely<DB>, projection: Projection
       row.stop_seq === null
         ? null
         : {
-            seq: Number(row.stop_seq),
-            position: row.position === null ? null : Number(row.position),
+            seq: exactInteger(row.stop_seq),
+            position: row.position === null ? null : exactInteger(row.position),
             kind: row.kind as string | null,
             reason: row.reason as SessionStop['reason'],
             problem: row.problem as string,
           };
     snapshots.set(
       row.session_id,
-      row.json === null ? { json: projection.toJson(projection.init()), lastSeq: -1, stopped } : { json: parseJson(row.json), lastSeq: Number(row.last_seq), stopped },
+      row.json === null ? { json: projection.toJson(projection.init()), lastSeq: -1, stopped } : { json: parseJson(row.json), lastSeq: exactInteger(row.last_seq ?? -1), stopped },
     );
   }
   return snapshots;
@@ -90,7 +91,7 @@ export async function skippedPositionsOf(db: Kysely<DB>, projection: Projection,
   const positions = new Map<string, Set<number>>();
   for (const row of rows) {
     const set = positions.get(row.session_id) ?? new Set<number>();
-    set.add(Number(row.position));
+    set.add(exactInteger(row.position));
     positions.set(row.session_id, set);
   }
   return positions;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.js';
+import { exactInteger } from '../../db/exact-integer.js';
 import { DEFAULT_BATCH_SIZE } from '../../projector/default-batch-size.js';
 import type { RebuildReport } from '../../projector/rebuild-projection.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
@@ -43,5 +44,5 @@ export function registerRebuildCommand(program: Command, io: CliIo): void {
 
 async function countStoredEvents(db: Kysely<DB>): Promise<number> {
   const row = await db.selectFrom('session_events').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
-  return Number(row.n);
+  return exactInteger(row.n);
 }
