@@ -69,7 +69,7 @@ export async function readStoredSnapshots(db: Kysely<DB>, projection: Projection
           };
     snapshots.set(
       row.session_id,
-      row.json === null ? { json: projection.toJson(projection.init()), lastSeq: -1, stopped } : { json: parseJson(row.json), lastSeq: exactInteger(row.last_seq ?? -1), stopped },
+      row.json === null ? { json: projection.toJson(projection.init()), lastSeq: -1, stopped } : { json: parseJson(row.json), lastSeq: exactInteger(row.last_seq!), stopped },
     );
   }
   return snapshots;
