@@ -13,6 +13,7 @@ import { registerRebuildCommand } from './commands/rebuild-command.js';
 import { registerSnapshotCommand } from './commands/snapshot-command.js';
 import { registerStatusCommand } from './commands/status-command.js';
 import { registerUpCommand } from './commands/up-command.js';
+import { registerSealCommand } from './commands/seal-command.js';
 import { registerVerifyCommand } from './commands/verify-command.js';
 import { PROJECTIONS_ENV } from './projection-options.js';
 import { DEFAULT_DATA_DIR, embeddedDataDir, openEmbeddedDatabase } from './embedded-database.js';
@@ -50,6 +51,7 @@ export function buildProgram(io: CliIo): Command {
   registerSnapshotCommand(program, io);
   registerRebuildCommand(program, io);
   registerVerifyCommand(program, io);
+  registerSealCommand(program, io);
   registerStatusCommand(program, io);
   registerConsoleCommand(program, io);
   registerUpCommand(program, io, async (args) => {

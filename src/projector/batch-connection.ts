@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { DB } from '../db/schema.js';
+import { SEALED_EVENTS_BY_INDEX } from '../store/seal-event-log.js';
 
 /**
  * The one connection a projection's batches run on: on its own (the daemon: each statement
@@ -38,16 +39,17 @@ export interface ServerConnections {
   shared: boolean;
 }
 
-/** Clients set up for batches: no JIT (a batch is planned cheap and runs once). */
+/** Clients set up for batches: no JIT (a batch is planned cheap and runs once), sealed events found by index. */
 const readyClients = new WeakSet<pg.ClientBase>();
 
 /**
  * Runs `work` (a batch) on `client`, a connection of a pool: on a session of its own, each
- * statement committing alone, named ones prepared once and JIT off for the session. Behind a
+ * statement committing alone, named ones prepared once, JIT off and sealed events found by
+ * index for the session ({@link SEALED_EVENTS_BY_INDEX}). Behind a
  * pooler in transaction mode (PgBouncer) each transaction goes to any server connection, which
  * other clients share: a named statement is then missing there (26000), or another client
  * prepared it there already (42P05). From the first such error on, `connections.shared` is set
- * and each batch runs as one transaction of unnamed statements, JIT off for it alone, so
+ * and each batch runs as one transaction of unnamed statements, with those settings for it alone, so
  * that nothing is left on a server connection; the batch that failed runs again so (the
  * statement that failed changed nothing).
  *
@@ -61,7 +63,7 @@ export async function onPoolClient<T>(client: pg.ClientBase, connections: Server
   if (!connections.shared) {
     try {
       if (!readyClients.has(client)) {
-        await client.query('SET jit = off');
+        await client.query(`SET jit = off; SET ${SEALED_EVENTS_BY_INDEX}`);
         readyClients.add(client);
       }
       return await work(pgClientConnection(client));
@@ -71,7 +73,7 @@ export async function onPoolClient<T>(client: pg.ClientBase, connections: Server
       connections.shared = true;
     }
   }
-  await client.query('BEGIN; SET LOCAL jit = off');
+  await client.query(`BEGIN; SET LOCAL jit = off; SET LOCAL ${SEALED_EVENTS_BY_INDEX}`);
   try {
     const result = await work(pgClientConnection(client, { unnamed: true }));
     await client.query('COMMIT');

@@ -6,6 +6,7 @@ import { Lease } from './lease.js';
 import type { Projection } from './projection.js';
 import { DEFAULT_BATCH_SIZE } from './default-batch-size.js';
 import { kyselyConnection } from './batch-connection.js';
+import { SEALED_EVENTS_BY_INDEX } from '../store/seal-event-log.js';
 import { madeProgress, runBatchStoppingFailures } from './run-batch.js';
 
 export interface RebuildOptions {
@@ -53,6 +54,7 @@ export async function rebuildProjection(db: Kysely<DB>, projection: Projection, 
       .execute();
     const report: RebuildReport = { eventsApplied: 0, skipped: 0, stopped: 0, checkpoint: LOG_START };
     const connection = kyselyConnection(trx, { inTransaction: true });
+    await sql.raw(`SET LOCAL ${SEALED_EVENTS_BY_INDEX}`).execute(trx);
     const batchOptions = { batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE, skipInvalid: options.skipInvalid ?? false, leaseTtlMs: REBUILD_LEASE_TTL_MS };
     for (;;) {
       const batch = await runBatchStoppingFailures(trx, projection, held, batchOptions, connection);

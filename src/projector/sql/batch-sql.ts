@@ -292,6 +292,9 @@ function windowSql(limit: RawBuilder<unknown>, readKinds: RawBuilder<unknown>): 
            CASE WHEN e.kind IN (${readKinds}) THEN e.payload END AS payload, e.payload_text IS NOT NULL AS stand_in
     FROM session_events AS e
     WHERE (e.transaction_id, e.position) > ((SELECT transaction_id FROM batch_checkpoint), (SELECT position FROM batch_checkpoint))
+      -- Implied by the line above; on a sealed log, partitioned by transaction, it leaves the
+      -- partitions the checkpoint has passed unread (pruned as the statement runs).
+      AND e.transaction_id >= (SELECT transaction_id FROM batch_checkpoint)
       AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
     ORDER BY e.transaction_id, e.position
     LIMIT ${limit}`;

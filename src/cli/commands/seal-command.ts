@@ -1,0 +1,29 @@
+import type { Command } from 'commander';
+import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { integerOption } from '../parse-integer-option.js';
+import { countOf } from '../../text/count-of.js';
+
+export function registerSealCommand(program: Command, io: CliIo): void {
+  program
+    .command('seal')
+    .description("compress the log's history that every projection has folded: move it into a columnar partition of session_events (needs citus_columnar on the server)")
+    .option('--lock-timeout <ms>', "how long the swap waits for writers' open transactions before it gives up", integerOption(1), 10_000)
+    .addHelpText(
+      'after',
+      '\nEvery reader of session_events reads on as before; writers wait for the swap (well under a second).' +
+        '\nThe first seal makes session_events a table partitioned by position. Run it as the schema owner, as migrate.',
+    )
+    .action(async (options: { lockTimeout: number }, command: Command) => {
+      const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
+      const { sealEventLog } = await import('../../store/seal-event-log.js');
+      const report = await withDatabase(url, (db) => sealEventLog(db, { lockTimeoutMs: options.lockTimeout }));
+      if (report.partitioned) await write(io.stdout, 'session_events is now partitioned by transaction (its rows stayed where they were)\n');
+      if (report.range === undefined) {
+        await write(io.stdout, 'nothing to seal: no event since the last seal that every projection has folded\n');
+        return;
+      }
+      const { from, to } = report.range;
+      const transactions = from === null ? `before transaction ${to}` : `from transaction ${from} to before ${to}`;
+      await write(io.stdout, `sealed ${countOf(report.sealedEvents, 'event')} (their transactions: ${transactions}) into ${report.sealedTable}\n`);
+    });
+}

@@ -1,0 +1,245 @@
+import { type Kysely, sql } from 'kysely';
+import { storeIsDistributed } from '../db/distributed-store.js';
+import { exactInteger } from '../db/exact-integer.js';
+import type { DB } from '../db/schema.js';
+import { copyRangeSql, type EventLogLayout, eventLogLayoutSql, rowStoreFactsSql, sealableEndSql } from './sql/seal-sql.js';
+
+/**
+ * What {@link sealEventLog} did.
+ *
+ * @example
+ * ```ts
+ * const report = await sealEventLog(db);
+ * console.log(`sealed ${report.sealedEvents} events, positions ${report.range?.from} to ${report.range?.to}`);
+ * ```
+ */
+export interface SealReport {
+  /** This seal made `session_events` a partitioned table (the first seal of a store does). */
+  partitioned: boolean;
+  /** Events moved into the new columnar partition; 0 when there was nothing to seal. */
+  sealedEvents: number;
+  /** The transactions sealed, `[from, to)` (`from` null: from the first); undefined when nothing was sealed. */
+  range: { from: string | null; to: string } | undefined;
+  /** The new sealed partition, when one was made. */
+  sealedTable: string | undefined;
+}
+
+/** How {@link sealEventLog} waits for the log's writers. */
+export interface SealOptions {
+  /** How long the swap waits for the writers' transactions to end before it gives up; default 10 s. */
+  lockTimeoutMs?: number;
+}
+
+/**
+ * Seals the history of the log that every registered projection has folded: the events of the
+ * transactions older than every projection's checkpoint (older than every running transaction,
+ * with no projection) are copied, a session's events together, from the heap partition that
+ * takes appends into a new `citus_columnar` partition, compressed (about a fifth of the row
+ * store's size for events of 550 bytes), and the heap partition is swapped for one holding only
+ * the newer transactions' events, in one short transaction. Every reader of `session_events`
+ * reads on as before: the table is partitioned by range of `transaction_id`, and its triggers,
+ * privileges and views are the parent's; a projector's batch reads only the partitions its
+ * checkpoint has not passed. The first seal makes the row store the first partition without
+ * moving a row. Sealed events are never changed (columnar takes no UPDATE or DELETE, and the
+ * store refuses them anyway); a seq already sealed cannot be stored again
+ * (`session_events_sealed_unique`).
+ *
+ * Needs the `citus_columnar` extension on the server (it comes with Citus) and a role that may
+ * create it and change the tables (the owner's, as for `migrate`); not on a store distributed
+ * by Citus. Writers wait for the swap, which moves the events of the transactions the
+ * projections have not folded yet; when the writers' transactions do not end within
+ * `lockTimeoutMs`, nothing is swapped and the seal fails, to be run again.
+ *
+ * @example
+ * ```ts
+ * const db = openDatabase({ connectionString: process.env.DATABASE_URL! });
+ * const { sealedEvents } = await sealEventLog(db);
+ * ```
+ */
+export async function sealEventLog(db: Kysely<DB>, options: SealOptions = {}): Promise<SealReport> {
+  if (await storeIsDistributed(db)) throw new Error('sealing is not available on a store distributed by Citus: its session_events stays a row store');
+  // One connection for the whole seal, which holds the lock that keeps a second seal out.
+  return db.connection().execute(async (connection) => {
+    const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${SEAL_LOCK_KEY}) AS locked`.execute(connection);
+    if (!rows[0]!.locked) throw new Error('another os-audit seal is running on this database: run this one once it has ended');
+    try {
+      return await sealHeldLock(connection, options);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${SEAL_LOCK_KEY})`.execute(connection);
+    }
+  });
+}
+
+/**
+ * The setting under which sealed events are read by index: the log's checks (set on their
+ * functions by the first seal) look up one session's seqs, and a projector's batch (set on its
+ * connection) reads in the order it folds (a rebuild, or a new projection's first catch-up; the
+ * daemon's batches read only the partitions after their checkpoint). `citus_columnar`'s own
+ * scan, which its planner prefers, would read a sealed partition whole, or every chunk group
+ * that may hold the session. Where the extension is not loaded it is a placeholder and changes nothing.
+ */
+export const SEALED_EVENTS_BY_INDEX = 'columnar.enable_custom_scan = off';
+
+/** The advisory lock a seal holds (an arbitrary key of its own: "os-audit seal"). */
+const SEAL_LOCK_KEY = 0x05a1_5ea1;
+
+async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealReport> {
+  const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+  await ensureColumnar(db);
+  // What a seal whose connection was lost left behind.
+  const { rows: leftovers } = await sql<{ name: string }>`SELECT relname::text AS name FROM pg_class WHERE starts_with(relname::text, 'session_events_sealing_') AND relkind = 'r' AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'session_events'::regclass)`.execute(db);
+  for (const { name } of leftovers) await sql`DROP TABLE ${sql.table(name)}`.execute(db);
+  let layout = await readEventLogLayout(db);
+  const partitioned = !layout.partitioned;
+  if (partitioned) layout = await partitionEventLog(db, lockTimeoutMs);
+  const hot = layout.hot!;
+  const to = (await sealableEndSql().execute(db)).rows[0]!.end;
+  if (hot.from !== null && BigInt(to) <= BigInt(hot.from)) return { partitioned, sealedEvents: 0, range: undefined, sealedTable: undefined };
+  const sealing = `session_events_sealing_${Date.now()}`;
+  await sql`CREATE TABLE ${sql.table(sealing)} (LIKE session_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS) USING columnar`.execute(db);
+  await ownedAsTheLog(db, sealing);
+  try {
+    // No event can be added to these transactions any more: one copy, outside the lock.
+    const copied = Number((await copyRangeSql(hot.table, sealing, hot.from, to).execute(db)).numAffectedRows ?? 0n);
+    if (copied === 0) {
+      await sql`DROP TABLE ${sql.table(sealing)}`.execute(db);
+      return { partitioned, sealedEvents: 0, range: undefined, sealedTable: undefined };
+    }
+    const sealedTable = `session_events_sealed_${hot.from ?? 'start'}_${to}`;
+    await sql`CREATE UNIQUE INDEX ${sql.id(`${sealedTable}_session_seq_key`)} ON ${sql.table(sealing)} (session_id, seq)`.execute(db);
+    await sql`CREATE UNIQUE INDEX ${sql.id(`${sealedTable}_position_key`)} ON ${sql.table(sealing)} (position)`.execute(db);
+    await sql`CREATE INDEX ${sql.id(`${sealedTable}_transaction_position_idx`)} ON ${sql.table(sealing)} (transaction_id, position)`.execute(db);
+    // Its bounds as a constraint, so that attaching it does not scan it.
+    await sql`ALTER TABLE ${sql.table(sealing)} ADD CONSTRAINT ${sql.id(`${sealedTable}_bounds`)} CHECK (${rangeCheck(hot.from, to)})`.execute(db);
+    await swap(db, { hot: hot.table, from: hot.from, sealing, sealedTable, to }, lockTimeoutMs);
+    await sql`ANALYZE ${sql.table(sealedTable)}`.execute(db);
+    return { partitioned, sealedEvents: copied, range: { from: hot.from, to }, sealedTable };
+  } catch (error) {
+    await sql`DROP TABLE IF EXISTS ${sql.table(sealing)}`.execute(db).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * How `session_events` is stored now.
+ *
+ * @example
+ * ```ts
+ * if ((await readEventLogLayout(db)).partitioned) console.log('sealed history');
+ * ```
+ */
+export async function readEventLogLayout(db: Kysely<DB>): Promise<EventLogLayout> {
+  const row = (await eventLogLayoutSql().execute(db)).rows[0]!;
+  if (row.kind !== 'p') return { partitioned: false, hot: undefined };
+  if (row.hot_table === null) throw new Error('session_events is partitioned but has no partition for new positions (FOR VALUES FROM (…) TO (MAXVALUE))');
+  const from = /^FOR VALUES FROM \((?:'?(\d+)'?|MINVALUE)\) TO \(MAXVALUE\)$/.exec(row.hot_bound ?? '');
+  if (from === null) throw new Error(`session_events: its open partition ${row.hot_table} has bounds ${row.hot_bound} this os-audit cannot read`);
+  return { partitioned: true, hot: { table: row.hot_table, from: from[1] ?? null } };
+}
+
+async function ensureColumnar(db: Kysely<DB>): Promise<void> {
+  const { rows } = await sql<{ available: boolean }>`SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'citus_columnar') AS available`.execute(db);
+  if (!rows[0]!.available) {
+    throw new Error('sealing needs the citus_columnar extension on the PostgreSQL server (it comes with Citus), and this server has none: the log stays a row store');
+  }
+  await sql`CREATE EXTENSION IF NOT EXISTS citus_columnar`.execute(db);
+}
+
+/**
+ * Makes `session_events` a table partitioned by range of `position` whose only partition is
+ * the row store as it is (`FROM (MINVALUE) TO (MAXVALUE)`: no row is checked or moved), in one
+ * transaction: the parent takes over the table's name, identity, constraints, indexes,
+ * triggers, privileges and the views that read it.
+ */
+async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise<EventLogLayout> {
+  return db.transaction().execute(async (trx) => {
+    await lockEventLog(trx, lockTimeoutMs);
+    const facts = (await rowStoreFactsSql().execute(trx)).rows[0]!;
+    const rowStore = 'session_events_heap_start';
+    const run = (statement: string) => sql.raw(statement).execute(trx);
+    for (const trigger of facts.triggers) await run(`DROP TRIGGER ${quoteIdent(trigger.name)} ON session_events`);
+    await run(`ALTER TABLE session_events RENAME TO ${rowStore}`);
+    // Index names are the schema's: the parent's take the old ones. The row store keeps its
+    // primary key on position, which cannot be the parent's: it lacks the partition key.
+    await run(`ALTER INDEX session_events_pkey RENAME TO ${rowStore}_pkey`);
+    await run(`ALTER INDEX session_events_transaction_position_idx RENAME TO ${rowStore}_transaction_position_idx`);
+    await run(`ALTER INDEX session_events_recorded_at_brin RENAME TO ${rowStore}_recorded_at_brin`);
+    await run(`ALTER TABLE ${rowStore} RENAME CONSTRAINT session_events_session_seq_key TO ${rowStore}_session_seq_key`);
+    await run(`ALTER TABLE ${rowStore} ALTER COLUMN position DROP IDENTITY`);
+    await run(`CREATE TABLE session_events (LIKE ${rowStore} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (transaction_id)`);
+    await run(`ALTER TABLE session_events OWNER TO ${facts.owner}`);
+    await run(`ALTER TABLE session_events ALTER COLUMN position ADD GENERATED ALWAYS AS IDENTITY (START WITH ${exactInteger(facts.next_position)})`);
+    // The row store's own (transaction_id, position) index becomes this one's partition: nothing is built.
+    await run(`CREATE INDEX session_events_transaction_position_idx ON session_events (transaction_id, position)`);
+    await run(`ALTER TABLE session_events ATTACH PARTITION ${rowStore} FOR VALUES FROM (MINVALUE) TO (MAXVALUE)`);
+    for (const trigger of facts.triggers) {
+      // Read before the rename, the definition names session_events: the parent now.
+      await run(trigger.definition);
+      if (trigger.always) await run(`ALTER TABLE session_events ENABLE ALWAYS TRIGGER ${quoteIdent(trigger.name)}`);
+    }
+    await run(
+      `CREATE TRIGGER session_events_sealed_unique AFTER INSERT ON session_events REFERENCING NEW TABLE AS appended FOR EACH STATEMENT EXECUTE FUNCTION os_audit_refuse_sealed_duplicates()`,
+    );
+    // The log's checks look sealed events up by index: citus_columnar's own scan, which its
+    // planner prefers, would read every chunk group that may hold the session, a cost growing
+    // with the partition. (Set here, where the extension is there; see migration 0016.)
+    for (const check of ['os_audit_check_appended_events', 'os_audit_refuse_sealed_duplicates']) await run(`ALTER FUNCTION ${check}() SET ${SEALED_EVENTS_BY_INDEX}`);
+    for (const grant of facts.grants) await run(grant);
+    for (const view of facts.views) {
+      const { rows } = await sql<{ definition: string }>`SELECT pg_get_viewdef(${view}::regclass) AS definition`.execute(trx);
+      await run(`CREATE OR REPLACE VIEW ${view} AS ${rows[0]!.definition.replaceAll(rowStore, 'session_events')}`);
+    }
+    return { partitioned: true, hot: { table: rowStore, from: null } };
+  });
+}
+
+/**
+ * The swap, in one transaction under an exclusive lock of `session_events` (writers wait): the
+ * events of the transactions after the sealed range (those the projections have not all
+ * folded, and those still running when the lock was asked for, committed now) move to a new
+ * heap partition, and the sealed table takes the range's place.
+ */
+async function swap(db: Kysely<DB>, step: { hot: string; from: string | null; sealing: string; sealedTable: string; to: string }, lockTimeoutMs: number): Promise<void> {
+  const { hot, from, sealing, sealedTable, to } = step;
+  const newHot = `session_events_heap_${to}`;
+  await db.transaction().execute(async (trx) => {
+    await lockEventLog(trx, lockTimeoutMs);
+    await sql`CREATE TABLE ${sql.table(newHot)} (LIKE session_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`.execute(trx);
+    await ownedAsTheLog(trx, newHot);
+    await sql`INSERT INTO ${sql.table(newHot)} SELECT * FROM ${sql.table(hot)} WHERE transaction_id >= ${to}::xid8 ORDER BY position`.execute(trx);
+    await sql`ALTER TABLE ${sql.table(newHot)} ADD CONSTRAINT ${sql.id(`${newHot}_position_key`)} UNIQUE (position)`.execute(trx);
+    await sql`ALTER TABLE ${sql.table(newHot)} ADD CONSTRAINT ${sql.id(`${newHot}_session_seq_key`)} UNIQUE (session_id, seq)`.execute(trx);
+    await sql`CREATE INDEX ${sql.id(`${newHot}_recorded_at_brin`)} ON ${sql.table(newHot)} USING brin (recorded_at)`.execute(trx);
+    await sql`ALTER TABLE ${sql.table(newHot)} ADD CONSTRAINT ${sql.id(`${newHot}_bounds`)} CHECK (transaction_id >= ${sql.lit(to)}::xid8)`.execute(trx);
+    await sql`ALTER TABLE session_events DETACH PARTITION ${sql.table(hot)}`.execute(trx);
+    await sql`ALTER TABLE ${sql.table(sealing)} RENAME TO ${sql.id(sealedTable)}`.execute(trx);
+    await sql.raw(`ALTER TABLE session_events ATTACH PARTITION ${quoteIdent(sealedTable)} FOR VALUES FROM (${from === null ? 'MINVALUE' : `'${from}'`}) TO ('${to}')`).execute(trx);
+    await sql.raw(`ALTER TABLE session_events ATTACH PARTITION ${quoteIdent(newHot)} FOR VALUES FROM ('${to}') TO (MAXVALUE)`).execute(trx);
+    await sql`DROP TABLE ${sql.table(hot)}`.execute(trx);
+  });
+}
+
+/** Gives a new partition the log's owner, who may then change it as the rest of the log (a seal run by a superuser, say). */
+async function ownedAsTheLog(db: Kysely<DB>, table: string): Promise<void> {
+  const { rows } = await sql<{ owner: string }>`SELECT relowner::regrole::text AS owner FROM pg_class WHERE oid = 'session_events'::regclass`.execute(db);
+  await sql.raw(`ALTER TABLE ${quoteIdent(table)} OWNER TO ${rows[0]!.owner}`).execute(db);
+}
+
+/** Takes `session_events` for this transaction alone, waiting at most `lockTimeoutMs` for the writers' transactions to end. */
+async function lockEventLog(trx: Kysely<DB>, lockTimeoutMs: number): Promise<void> {
+  await sql`SELECT set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
+  try {
+    await sql`LOCK TABLE session_events IN ACCESS EXCLUSIVE MODE`.execute(trx);
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== '55P03') throw error;
+    throw new Error(`the writers' transactions did not end within ${lockTimeoutMs} ms (--lock-timeout): nothing was changed; run the seal again`, { cause: error });
+  }
+}
+
+function rangeCheck(from: string | null, to: string) {
+  return from === null ? sql`transaction_id < ${sql.lit(to)}::xid8` : sql`transaction_id >= ${sql.lit(from)}::xid8 AND transaction_id < ${sql.lit(to)}::xid8`;
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
