@@ -22,7 +22,7 @@ import { startPostgres } from '../test/support/postgres-server.js';
 import { createScratchDatabase } from '../test/support/scratch-database.js';
 import { loadRows, probeEventLayout } from './copy-rows.js';
 import { CorpusStats, InterleavedCorpus } from './corpus.js';
-import { describeDiskSize, diskSize, smallEventsDiskSize } from './disk-size.js';
+import { describeDiskSize, type DiskSize, diskSize, sealedDiskSize, smallEventsDiskSize } from './disk-size.js';
 import { describeEnvironment, describeEnvironmentLines } from './environment.js';
 import { type AppendMethod, makeAppendCorpus, measureAppends, writeImportDirectory, writeImportStream } from './measure-append.js';
 import { measureCatchUp } from './measure-catch-up.js';
@@ -282,9 +282,7 @@ async function main(): Promise<void> {
     });
 
     const smallEvents = await phase('small events: size on disk', async () => {
-      const size = await smallEventsDiskSize(server.adminUrl, `${SEED}/small`, SMALL_EVENTS);
-      log(`   ${int(SMALL_EVENTS)} events of ${size.meanBodyBytes.toFixed(0)} bytes of JSON on average: ${describeDiskSize(size)}`);
-      return size;
+      return smallEventsDiskSize(server.adminUrl, `${SEED}/small`, SMALL_EVENTS, log);
     });
 
     const database = await createScratchDatabase(server.adminUrl);
@@ -299,7 +297,7 @@ async function main(): Promise<void> {
         await loadRows(database.url, layout, corpus.rows(), { onRow: (row) => stats.add(row) });
         stats.assertRealistic();
         log(`   corpus: ${stats.describe()}; ${corpus.lastSeqs.size.toLocaleString('en-US')} sessions`);
-        const size = await diskSize(database.db, stats.bytes);
+        const size: DiskSize = await diskSize(database.db, stats.bytes);
         log(`   size on disk: ${describeDiskSize(size)}`);
         return size;
       });
@@ -307,6 +305,10 @@ async function main(): Promise<void> {
       const catchUp = await phase('catch-up: os-audit project --once against the set-based SQL limit', () =>
         measureCatchUp(database.url, database.db, options.events, options.runs, cliEntry, log),
       );
+
+      // What every projection has folded (all of it, after the catch-up) is sealed: the live and query figures follow on the sealed log.
+      const sealed = await phase('seal: os-audit seal of the folded log', () => sealedDiskSize(database.db, stats.bytes, log));
+      if (sealed !== undefined) disk.sealed = sealed;
 
       const live = await phase('live: commit → visible in os_snapshot_json under a steady load', () =>
         measureLive(
