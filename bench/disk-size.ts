@@ -3,7 +3,7 @@ import type { DB } from '../src/db/schema.js';
 import { builtInProjections } from '../projections/index.js';
 import { Projector } from '../src/projector/projector.js';
 import { EventStore } from '../src/store/event-store.js';
-import { sealEventLog } from '../src/store/seal-event-log.js';
+import { columnarAvailable, sealEventLog } from '../src/store/seal-event-log.js';
 import { createScratchDatabase } from '../test/support/scratch-database.js';
 import { loadRows, probeEventLayout } from './copy-rows.js';
 import { CorpusStats, InterleavedCorpus, SMALL_BODIES } from './corpus.js';
@@ -63,8 +63,7 @@ export async function diskSize(db: Kysely<DB>, rawJsonBytes: number): Promise<Om
  * where the server has no citus_columnar.
  */
 export async function sealedDiskSize(db: Kysely<DB>, rawJsonBytes: number, log: (line: string) => void): Promise<SealedDiskSize | undefined> {
-  const { rows } = await sql<{ available: boolean }>`SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'citus_columnar') AS available`.execute(db);
-  if (!rows[0]!.available) {
+  if (!(await columnarAvailable(db))) {
     log('   not sealed: this server has no citus_columnar (it comes with Citus)');
     return undefined;
   }

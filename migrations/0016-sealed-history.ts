@@ -3,7 +3,7 @@ import { storeIsDistributed } from '../src/db/distributed-store.js';
 
 /**
  * The check that keeps a seq stored once when history is sealed (`os-audit seal`): the log
- * is then partitioned by position, and a unique index holds only within a partition, so a seq
+ * is then partitioned by transaction, and a unique index holds only within a partition, so a seq
  * already stored in a sealed partition is refused by this statement trigger on the parent,
  * which the seal creates (`session_events_sealed_unique`). Each session of the statement is
  * looked up once, by the (session_id, seq) index of each partition. Nothing uses it until a

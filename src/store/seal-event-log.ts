@@ -10,7 +10,7 @@ import { copyRangeSql, type EventLogLayout, eventLogLayoutSql, rowStoreFactsSql,
  * @example
  * ```ts
  * const report = await sealEventLog(db);
- * console.log(`sealed ${report.sealedEvents} events, positions ${report.range?.from} to ${report.range?.to}`);
+ * console.log(`sealed ${report.sealedEvents} events, of the transactions before ${report.range?.to}`);
  * ```
  */
 export interface SealReport {
@@ -131,22 +131,34 @@ async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealR
 export async function readEventLogLayout(db: Kysely<DB>): Promise<EventLogLayout> {
   const row = (await eventLogLayoutSql().execute(db)).rows[0]!;
   if (row.kind !== 'p') return { partitioned: false, hot: undefined };
-  if (row.hot_table === null) throw new Error('session_events is partitioned but has no partition for new positions (FOR VALUES FROM (…) TO (MAXVALUE))');
+  if (row.hot_table === null) throw new Error('session_events is partitioned but has no partition for new transactions (FOR VALUES FROM (…) TO (MAXVALUE))');
   const from = /^FOR VALUES FROM \((?:'?(\d+)'?|MINVALUE)\) TO \(MAXVALUE\)$/.exec(row.hot_bound ?? '');
   if (from === null) throw new Error(`session_events: its open partition ${row.hot_table} has bounds ${row.hot_bound} this os-audit cannot read`);
   return { partitioned: true, hot: { table: row.hot_table, from: from[1] ?? null } };
 }
 
-async function ensureColumnar(db: Kysely<DB>): Promise<void> {
+/**
+ * Whether the server can seal: it has the `citus_columnar` extension (it comes with Citus).
+ *
+ * @example
+ * ```ts
+ * if (await columnarAvailable(db)) await sealEventLog(db);
+ * ```
+ */
+export async function columnarAvailable(db: Kysely<DB>): Promise<boolean> {
   const { rows } = await sql<{ available: boolean }>`SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'citus_columnar') AS available`.execute(db);
-  if (!rows[0]!.available) {
+  return rows[0]!.available;
+}
+
+async function ensureColumnar(db: Kysely<DB>): Promise<void> {
+  if (!(await columnarAvailable(db))) {
     throw new Error('sealing needs the citus_columnar extension on the PostgreSQL server (it comes with Citus), and this server has none: the log stays a row store');
   }
   await sql`CREATE EXTENSION IF NOT EXISTS citus_columnar`.execute(db);
 }
 
 /**
- * Makes `session_events` a table partitioned by range of `position` whose only partition is
+ * Makes `session_events` a table partitioned by range of `transaction_id` whose only partition is
  * the row store as it is (`FROM (MINVALUE) TO (MAXVALUE)`: no row is checked or moved), in one
  * transaction: the parent takes over the table's name, identity, constraints, indexes,
  * triggers, privileges and the views that read it.

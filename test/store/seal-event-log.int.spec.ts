@@ -6,7 +6,7 @@ import { Projector } from '../../src/projector/projector.js';
 import type { DB } from '../../src/db/schema.js';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { EventStore } from '../../src/store/event-store.js';
-import { readEventLogLayout, sealEventLog } from '../../src/store/seal-event-log.js';
+import { columnarAvailable, readEventLogLayout, sealEventLog } from '../../src/store/seal-event-log.js';
 import { compareWithFold, osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { sampleEvent } from '../support/sample-event.js';
@@ -23,9 +23,9 @@ const inCi = process.env.CI === 'true';
 let columnarAnswer: boolean | undefined;
 
 /** Whether the server has citus_columnar (asked in a test: each test has its own database). */
-async function columnarAvailable(): Promise<boolean> {
+async function serverHasColumnar(): Promise<boolean> {
   if (columnarAnswer === undefined) {
-    columnarAnswer = (await sql<{ ok: boolean }>`SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'citus_columnar') AS ok`.execute(testDb.db)).rows[0]!.ok;
+    columnarAnswer = await columnarAvailable(testDb.db);
     if (!columnarAnswer && !onCitus) console.warn('test/store/seal-event-log: this server has no citus_columnar (it comes with Citus): only the refusal is tested');
   }
   return columnarAnswer;
@@ -89,7 +89,7 @@ describe.runIf(onCitus)('sealing on Citus', () => {
 
 describe.skipIf(onCitus)('sealing without citus_columnar', () => {
   it('is refused with what to install, and the log is left as it was', async (context) => {
-    if (await columnarAvailable()) context.skip();
+    if (await serverHasColumnar()) context.skip();
     await new EventStore(testDb.db).append('s', [pageIn(1)]);
     await expect(sealEventLog(testDb.db)).rejects.toThrow(/needs the citus_columnar extension .* this server has none/);
     expect((await readEventLogLayout(testDb.db)).partitioned).toBe(false);
@@ -97,13 +97,13 @@ describe.skipIf(onCitus)('sealing without citus_columnar', () => {
 
   it('is available on the server CI tests (.ci/run installs Citus)', async (context) => {
     if (!inCi || inject('postgresSource') === 'embedded') context.skip();
-    expect(await columnarAvailable()).toBe(true);
+    expect(await serverHasColumnar()).toBe(true);
   });
 });
 
 describe.skipIf(onCitus)('os-audit seal', () => {
   it('moves committed history into columnar partitions; every event reads back as it was written', async (context) => {
-    if (!(await columnarAvailable())) context.skip();
+    if (!(await serverHasColumnar())) context.skip();
     const store = new EventStore(testDb.db);
     const large = 'x'.repeat(5000); // stored out of line (TOAST) in the row store
     await store.append('a', [pageIn(1), pageIn(2, large), { kind: 'page_in', turn: 3, entry_count: 1, note: 'nul \u0000 here' }]);
@@ -151,7 +151,7 @@ describe.skipIf(onCitus)('os-audit seal', () => {
   });
 
   it('keeps every seq once and history unchanged: a sealed seq, an update, a delete, a truncate are refused', async (context) => {
-    if (!(await columnarAvailable())) context.skip();
+    if (!(await serverHasColumnar())) context.skip();
     await new EventStore(testDb.db).append('a', [pageIn(1), pageIn(2), pageIn(3)]);
     await new EventStore(testDb.db).append('z', [pageIn(1)]);
     await foldAll(testDb.db);
@@ -170,7 +170,7 @@ describe.skipIf(onCitus)('os-audit seal', () => {
   });
 
   it("keeps the table's privileges, views and the projector's folds as they were", async (context) => {
-    if (!(await columnarAvailable())) context.skip();
+    if (!(await serverHasColumnar())) context.skip();
     const store = new EventStore(testDb.db);
     for (const session of ['p1', 'p2', 'p3']) await store.append(session, Array.from({ length: 40 }, (_, seq) => sampleEvent(seq)));
     const privileges = () =>
@@ -196,7 +196,7 @@ describe.skipIf(onCitus)('os-audit seal', () => {
   });
 
   it('loses nothing that writers append while it seals, nor what a transaction open across the seal commits', async (context) => {
-    if (!(await columnarAvailable())) context.skip();
+    if (!(await serverHasColumnar())) context.skip();
     const store = new EventStore(testDb.db);
     const acknowledged = new Map<string, number>();
     // Partitioned already, so that the seal below waits for a lock only at its swap.
@@ -261,7 +261,7 @@ describe.skipIf(onCitus)('os-audit seal', () => {
   });
 
   it('gives up, changing nothing, when a writer keeps its transaction open past the lock timeout', async (context) => {
-    if (!(await columnarAvailable())) context.skip();
+    if (!(await serverHasColumnar())) context.skip();
     const store = new EventStore(testDb.db);
     await store.append('a', [pageIn(1)]);
     const open = await appendLeftOpen(store, 'open', [pageIn(1)]);
@@ -276,7 +276,7 @@ describe.skipIf(onCitus)('os-audit seal', () => {
   });
 
   it('is run by os-audit seal, which says what it did', async (context) => {
-    if (!(await columnarAvailable())) context.skip();
+    if (!(await serverHasColumnar())) context.skip();
     await new EventStore(testDb.db).append('cli', [pageIn(1), pageIn(2)]);
     await new EventStore(testDb.db).append('cli', [pageIn(3)]);
     await foldAll(testDb.db);

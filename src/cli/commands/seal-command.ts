@@ -10,8 +10,8 @@ export function registerSealCommand(program: Command, io: CliIo): void {
     .option('--lock-timeout <ms>', "how long the swap waits for writers' open transactions before it gives up", integerOption(1), 10_000)
     .addHelpText(
       'after',
-      '\nEvery reader of session_events reads on as before; writers wait for the swap (well under a second).' +
-        '\nThe first seal makes session_events a table partitioned by position. Run it as the schema owner, as migrate.',
+      '\nEvery reader of session_events reads on as before; writers wait for the swap, which moves what the projections have not folded yet.' +
+        '\nThe first seal makes session_events a table partitioned by transaction. Run it as the schema owner, as migrate.',
     )
     .action(async (options: { lockTimeout: number }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
