@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import { storeIsDistributed } from '../db/distributed-store.js';
 import { exactInteger } from '../db/exact-integer.js';
 import type { DB } from '../db/schema.js';
-import { copyRangeSql, type EventLogLayout, eventLogLayoutSql, rowStoreFactsSql, sealableEndSql } from './sql/seal-sql.js';
+import { copyRangeSql, type EventLogLayout, eventLogLayoutSql, rowStoreFactsSql, sealableEndSql, unsealedCountSql } from './sql/seal-sql.js';
 
 /**
  * What {@link sealEventLog} did.
@@ -28,6 +28,12 @@ export interface SealReport {
 export interface SealOptions {
   /** How long the swap waits for the writers' transactions to end before it gives up; default 10 s. */
   lockTimeoutMs?: number;
+  /**
+   * The most events the swap may move while writers and readers wait for it, default 100,000:
+   * those of the transactions after the sealed range (not yet folded by every projection, or
+   * begun after a transaction still running). With more, the seal seals nothing and says so.
+   */
+  maxMovedEvents?: number;
 }
 
 /**
@@ -46,9 +52,10 @@ export interface SealOptions {
  *
  * Needs the `citus_columnar` extension on the server (it comes with Citus) and a role that may
  * create it and change the tables (the owner's, as for `migrate`); not on a store distributed
- * by Citus. Writers wait for the swap, which moves the events of the transactions the
- * projections have not folded yet; when the writers' transactions do not end within
- * `lockTimeoutMs`, nothing is swapped and the seal fails, to be run again.
+ * by Citus. Writers and readers wait for the swap, which moves the events of the transactions
+ * the projections have not folded yet; when there are more than `maxMovedEvents` of them, or
+ * the writers' transactions do not end within `lockTimeoutMs`, nothing is swapped and the seal
+ * fails, to be run again.
  *
  * @example
  * ```ts
@@ -85,16 +92,19 @@ const SEAL_LOCK_KEY = 0x05a1_5ea1;
 
 async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealReport> {
   const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+  const maxMovedEvents = options.maxMovedEvents ?? 100_000;
   await ensureColumnar(db);
   // What a seal whose connection was lost left behind.
   const { rows: leftovers } = await sql<{ name: string }>`SELECT relname::text AS name FROM pg_class WHERE starts_with(relname::text, 'session_events_sealing_') AND relkind = 'r' AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'session_events'::regclass)`.execute(db);
   for (const { name } of leftovers) await sql`DROP TABLE ${sql.table(name)}`.execute(db);
   let layout = await readEventLogLayout(db);
+  const to = (await sealableEndSql().execute(db)).rows[0]!.end;
+  if (layout.hot?.from != null && BigInt(to) <= BigInt(layout.hot.from)) return { partitioned: false, sealedEvents: 0, range: undefined, sealedTable: undefined };
+  // Asked first: neither the first seal's partitioning nor the copy is done for a swap that would be refused.
+  await checkMovable(db, layout.hot?.table ?? 'session_events', to, maxMovedEvents);
   const partitioned = !layout.partitioned;
   if (partitioned) layout = await partitionEventLog(db, lockTimeoutMs);
   const hot = layout.hot!;
-  const to = (await sealableEndSql().execute(db)).rows[0]!.end;
-  if (hot.from !== null && BigInt(to) <= BigInt(hot.from)) return { partitioned, sealedEvents: 0, range: undefined, sealedTable: undefined };
   const sealing = `session_events_sealing_${Date.now()}`;
   await sql`CREATE TABLE ${sql.table(sealing)} (LIKE session_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS) USING columnar`.execute(db);
   await ownedAsTheLog(db, sealing);
@@ -111,7 +121,7 @@ async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealR
     await sql`CREATE INDEX ${sql.id(`${sealedTable}_transaction_position_idx`)} ON ${sql.table(sealing)} (transaction_id, position)`.execute(db);
     // Its bounds as a constraint, so that attaching it does not scan it.
     await sql`ALTER TABLE ${sql.table(sealing)} ADD CONSTRAINT ${sql.id(`${sealedTable}_bounds`)} CHECK (${rangeCheck(hot.from, to)})`.execute(db);
-    await swap(db, { hot: hot.table, from: hot.from, sealing, sealedTable, to }, lockTimeoutMs);
+    await swap(db, { hot: hot.table, from: hot.from, sealing, sealedTable, to }, lockTimeoutMs, maxMovedEvents);
     await sql`ANALYZE ${sql.table(sealedTable)}`.execute(db);
     return { partitioned, sealedEvents: copied, range: { from: hot.from, to }, sealedTable };
   } catch (error) {
@@ -211,11 +221,18 @@ async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise
  * folded, and those still running when the lock was asked for, committed now) move to a new
  * heap partition, and the sealed table takes the range's place.
  */
-async function swap(db: Kysely<DB>, step: { hot: string; from: string | null; sealing: string; sealedTable: string; to: string }, lockTimeoutMs: number): Promise<void> {
+async function swap(
+  db: Kysely<DB>,
+  step: { hot: string; from: string | null; sealing: string; sealedTable: string; to: string },
+  lockTimeoutMs: number,
+  maxMovedEvents: number,
+): Promise<void> {
   const { hot, from, sealing, sealedTable, to } = step;
   const newHot = `session_events_heap_${to}`;
   await db.transaction().execute(async (trx) => {
     await lockEventLog(trx, lockTimeoutMs);
+    // Writers may have appended since the first count: the lock is held only for a bounded move.
+    await checkMovable(trx, hot, to, maxMovedEvents);
     await sql`CREATE TABLE ${sql.table(newHot)} (LIKE session_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`.execute(trx);
     await ownedAsTheLog(trx, newHot);
     await sql`INSERT INTO ${sql.table(newHot)} SELECT * FROM ${sql.table(hot)} WHERE transaction_id >= ${to}::xid8 ORDER BY position`.execute(trx);
@@ -231,6 +248,17 @@ async function swap(db: Kysely<DB>, step: { hot: string; from: string | null; se
   });
 }
 
+/** Throws, before anything is swapped, when the swap would move more than `maxMovedEvents` events. */
+async function checkMovable(db: Kysely<DB>, hot: string, to: string, maxMovedEvents: number): Promise<void> {
+  const { count } = (await unsealedCountSql(hot, to, maxMovedEvents + 1).execute(db)).rows[0]!;
+  if (count <= maxMovedEvents) return;
+  throw new Error(
+    `the swap would move more than ${maxMovedEvents} events (--max-moved) while writers and readers wait: those of the transactions from ${to} on, ` +
+      'which a projection has not folded yet or which began after a transaction still running; nothing was sealed. ' +
+      'Let the projector catch up (os-audit status shows how far behind each projection is), or raise --max-moved',
+  );
+}
+
 /** Gives a new partition the log's owner, who may then change it as the rest of the log (a seal run by a superuser, say). */
 async function ownedAsTheLog(db: Kysely<DB>, table: string): Promise<void> {
   const { rows } = await sql<{ owner: string }>`SELECT relowner::regrole::text AS owner FROM pg_class WHERE oid = 'session_events'::regclass`.execute(db);
@@ -244,7 +272,7 @@ async function lockEventLog(trx: Kysely<DB>, lockTimeoutMs: number): Promise<voi
     await sql`LOCK TABLE session_events IN ACCESS EXCLUSIVE MODE`.execute(trx);
   } catch (error) {
     if ((error as { code?: unknown }).code !== '55P03') throw error;
-    throw new Error(`the writers' transactions did not end within ${lockTimeoutMs} ms (--lock-timeout): nothing was changed; run the seal again`, { cause: error });
+    throw new Error(`the writers' transactions did not end within ${lockTimeoutMs} ms (--lock-timeout): nothing was sealed; run the seal again`, { cause: error });
   }
 }
 

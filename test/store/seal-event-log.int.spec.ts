@@ -265,7 +265,7 @@ describe.skipIf(onCitus)('os-audit seal', () => {
     const store = new EventStore(testDb.db);
     await store.append('a', [pageIn(1)]);
     const open = await appendLeftOpen(store, 'open', [pageIn(1)]);
-    await expect(sealEventLog(testDb.db, { lockTimeoutMs: 200 })).rejects.toThrow(/did not end within 200 ms .* nothing was changed/);
+    await expect(sealEventLog(testDb.db, { lockTimeoutMs: 200 })).rejects.toThrow(/did not end within 200 ms .* nothing was sealed/);
     expect((await readEventLogLayout(testDb.db)).partitioned).toBe(false);
     await open.commit();
     await foldAll(testDb.db);
@@ -273,6 +273,43 @@ describe.skipIf(onCitus)('os-audit seal', () => {
     await expect(sealEventLog(testDb.db, { lockTimeoutMs: 200 })).resolves.toMatchObject({ sealedEvents: 0 });
     const { rows } = await sql<{ name: string }>`SELECT relname::text AS name FROM pg_class WHERE relname LIKE 'session_events_sealing%'`.execute(testDb.db);
     expect(rows).toEqual([]);
+  });
+
+  it('seals nothing when the swap would move more than maxMovedEvents events, counted before the copy and again under the lock', async (context) => {
+    if (!(await serverHasColumnar())) context.skip();
+    const store = new EventStore(testDb.db);
+    await store.append('a', [pageIn(1)]);
+    await store.append('b', [pageIn(1)]);
+    await foldAll(testDb.db);
+    // Unfolded: the checkpoint's own transaction (b's) stays unsealed, so b's event and c's three would move.
+    await store.append('c', [pageIn(1), pageIn(2), pageIn(3)]);
+    const before = await logs(testDb.db);
+    const refused = await runCliInProcess(['seal', '--database-url', testDb.url, '--max-moved', '3']);
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toMatch(/the swap would move more than 3 events \(--max-moved\) while writers and readers wait: .*nothing was sealed/);
+    expect((await readEventLogLayout(testDb.db)).partitioned).toBe(false);
+    expect(await sealEventLog(testDb.db, { maxMovedEvents: 4 })).toMatchObject({ partitioned: true, sealedEvents: 1 });
+
+    // Appended while the seal copies: seen by the count under the lock, which the seal waits for.
+    await foldAll(testDb.db);
+    await store.append('d', [pageIn(1)]);
+    await foldAll(testDb.db);
+    const open = await appendLeftOpen(store, 'open', [pageIn(1), pageIn(2), pageIn(3)]);
+    const layout = await partitions(testDb.db);
+    const seal = sealEventLog(testDb.db, { maxMovedEvents: 2 });
+    seal.catch(() => {});
+    await waitUntil(async () => {
+      const { rows } = await sql<{ waiting: boolean }>`
+        SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'session_events'::regclass AND mode = 'AccessExclusiveLock' AND NOT granted) AS waiting`.execute(testDb.db);
+      return rows[0]!.waiting;
+    });
+    await open.commit();
+    await expect(seal).rejects.toThrow(/the swap would move more than 2 events/);
+    expect(await partitions(testDb.db)).toEqual(layout);
+    expect((await logs(testDb.db)).slice(0, before.length)).toEqual(before);
+    expect((await logs(testDb.db)).map((row) => row.session_id)).toEqual(['a', 'b', 'c', 'c', 'c', 'd', 'open', 'open', 'open']);
+    const { rows: leftovers } = await sql<{ name: string }>`SELECT relname::text AS name FROM pg_class WHERE relname LIKE 'session_events_sealing%'`.execute(testDb.db);
+    expect(leftovers).toEqual([]);
   });
 
   it('is run by os-audit seal, which says what it did', async (context) => {

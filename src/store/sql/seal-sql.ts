@@ -76,3 +76,14 @@ export function copyRangeSql(hot: string, sealed: string, from: string | null, t
     WHERE transaction_id < ${to}::xid8 ${from === null ? sql`` : sql`AND transaction_id >= ${from}::xid8`}
     ORDER BY session_id, seq`;
 }
+
+/**
+ * How many events of the hot partition belong to transactions from `to` on (those a swap moves
+ * to the new heap partition), counted up to `limit` and no further: read by index, and bounded,
+ * so that the count under the swap's lock costs little however far the projections are behind.
+ */
+export function unsealedCountSql(hot: string, to: string, limit: number): RawBuilder<{ count: number }> {
+  return sql`
+    SELECT count(*)::int AS count
+    FROM (SELECT FROM ${sql.table(hot)} WHERE transaction_id >= ${to}::xid8 LIMIT ${limit}) AS unsealed`;
+}
