@@ -30,8 +30,9 @@ export interface SealOptions {
   lockTimeoutMs?: number;
   /**
    * The most events the swap may move while writers and readers wait for it, default 100,000:
-   * those of the transactions after the sealed range (not yet folded by every projection, or
-   * begun after a transaction still running). With more, the seal seals nothing and says so.
+   * those of the transactions from the end of the sealed range on (the last one every projection
+   * has folded, which stays unsealed, or one still running, and every later one). With more,
+   * the seal seals nothing and says so.
    */
   maxMovedEvents?: number;
 }
@@ -253,8 +254,8 @@ async function checkMovable(db: Kysely<DB>, hot: string, to: string, maxMovedEve
   const { count } = (await unsealedCountSql(hot, to, maxMovedEvents + 1).execute(db)).rows[0]!;
   if (count <= maxMovedEvents) return;
   throw new Error(
-    `the swap would move more than ${maxMovedEvents} events (--max-moved) while writers and readers wait: those of the transactions from ${to} on, ` +
-      'which a projection has not folded yet or which began after a transaction still running; nothing was sealed. ' +
+    `the swap would move more than ${maxMovedEvents} events (--max-moved) while writers and readers wait: those of the transactions from ${to} on ` +
+      '(the last one every projection has folded, which a seal leaves unsealed until a later one is folded, or one still running, and every later one); nothing was sealed. ' +
       'Let the projector catch up (os-audit status shows how far behind each projection is), or raise --max-moved',
   );
 }

@@ -8,7 +8,7 @@ export function registerSealCommand(program: Command, io: CliIo): void {
     .command('seal')
     .description("compress the log's history that every projection has folded: move it into a columnar partition of session_events (needs citus_columnar on the server)")
     .option('--lock-timeout <ms>', "how long the swap waits for writers' open transactions before it gives up", integerOption(1), 10_000)
-    .option('--max-moved <events>', 'the most unfolded events the swap may move while writers and readers wait; with more, nothing is sealed', integerOption(0), 100_000)
+    .option('--max-moved <events>', 'the most events the swap may move while writers and readers wait (those of the last transaction every projection folded, and later); with more, nothing is sealed', integerOption(0), 100_000)
     .addHelpText(
       'after',
       '\nEvery reader of session_events reads on as before; writers and readers wait only for the swap, which moves what the projections have not folded yet (at most --max-moved events).' +
