@@ -180,7 +180,7 @@ async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise
     const facts = (await rowStoreFactsSql().execute(trx)).rows[0]!;
     const rowStore = 'session_events_heap_start';
     const run = (statement: string) => sql.raw(statement).execute(trx);
-    for (const trigger of facts.triggers) await run(`DROP TRIGGER ${quoteIdent(trigger.name)} ON session_events`);
+    for (const trigger of facts.triggers) await sql`DROP TRIGGER ${sql.id(trigger.name)} ON session_events`.execute(trx);
     await run(`ALTER TABLE session_events RENAME TO ${rowStore}`);
     // Index names are the schema's: the parent's take the old ones. The row store keeps its
     // primary key on position, which cannot be the parent's: it lacks the partition key.
@@ -198,7 +198,7 @@ async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise
     for (const trigger of facts.triggers) {
       // Read before the rename, the definition names session_events: the parent now.
       await run(trigger.definition);
-      if (trigger.always) await run(`ALTER TABLE session_events ENABLE ALWAYS TRIGGER ${quoteIdent(trigger.name)}`);
+      if (trigger.always) await sql`ALTER TABLE session_events ENABLE ALWAYS TRIGGER ${sql.id(trigger.name)}`.execute(trx);
     }
     await run(
       `CREATE TRIGGER session_events_sealed_unique AFTER INSERT ON session_events REFERENCING NEW TABLE AS appended FOR EACH STATEMENT EXECUTE FUNCTION os_audit_refuse_sealed_duplicates()`,
@@ -243,8 +243,8 @@ async function swap(
     await sql`ALTER TABLE ${sql.table(newHot)} ADD CONSTRAINT ${sql.id(`${newHot}_bounds`)} CHECK (transaction_id >= ${sql.lit(to)}::xid8)`.execute(trx);
     await sql`ALTER TABLE session_events DETACH PARTITION ${sql.table(hot)}`.execute(trx);
     await sql`ALTER TABLE ${sql.table(sealing)} RENAME TO ${sql.id(sealedTable)}`.execute(trx);
-    await sql.raw(`ALTER TABLE session_events ATTACH PARTITION ${quoteIdent(sealedTable)} FOR VALUES FROM (${from === null ? 'MINVALUE' : `'${from}'`}) TO ('${to}')`).execute(trx);
-    await sql.raw(`ALTER TABLE session_events ATTACH PARTITION ${quoteIdent(newHot)} FOR VALUES FROM ('${to}') TO (MAXVALUE)`).execute(trx);
+    await sql`ALTER TABLE session_events ATTACH PARTITION ${sql.id(sealedTable)} FOR VALUES FROM (${from === null ? sql`MINVALUE` : sql.lit(from)}) TO (${sql.lit(to)})`.execute(trx);
+    await sql`ALTER TABLE session_events ATTACH PARTITION ${sql.id(newHot)} FOR VALUES FROM (${sql.lit(to)}) TO (MAXVALUE)`.execute(trx);
     await sql`DROP TABLE ${sql.table(hot)}`.execute(trx);
   });
 }
@@ -263,7 +263,7 @@ async function checkMovable(db: Kysely<DB>, hot: string, to: string, maxMovedEve
 /** Gives a new partition the log's owner, who may then change it as the rest of the log (a seal run by a superuser, say). */
 async function ownedAsTheLog(db: Kysely<DB>, table: string): Promise<void> {
   const { rows } = await sql<{ owner: string }>`SELECT relowner::regrole::text AS owner FROM pg_class WHERE oid = 'session_events'::regclass`.execute(db);
-  await sql.raw(`ALTER TABLE ${quoteIdent(table)} OWNER TO ${rows[0]!.owner}`).execute(db);
+  await sql`ALTER TABLE ${sql.id(table)} OWNER TO ${sql.raw(rows[0]!.owner)}`.execute(db);
 }
 
 /** Takes `session_events` for this transaction alone, waiting at most `lockTimeoutMs` for the writers' transactions to end. */
@@ -279,8 +279,4 @@ async function lockEventLog(trx: Kysely<DB>, lockTimeoutMs: number): Promise<voi
 
 function rangeCheck(from: string | null, to: string) {
   return from === null ? sql`transaction_id < ${sql.lit(to)}::xid8` : sql`transaction_id >= ${sql.lit(from)}::xid8 AND transaction_id < ${sql.lit(to)}::xid8`;
-}
-
-function quoteIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
 }
