@@ -44,7 +44,7 @@ const output = existsSync(outputPath) ? readFileSync(outputPath, 'utf8').replace
 const unhandled = output.indexOf('Unhandled Error');
 if (unhandled >= 0) {
   const end = output.indexOf(' Test Files ', unhandled);
-  console.log(`  errors outside any test:\n${firstLines(output.slice(unhandled, end < 0 ? undefined : end), 40)}`);
+  console.log(`  errors outside any test:\n${firstLines(output.slice(unhandled, end < 0 ? undefined : end).trimEnd(), 40)}`);
 } else if (exitCode !== '0' && failures === 0) {
   console.log('  every test passed, yet vitest failed: see the log above');
 }
