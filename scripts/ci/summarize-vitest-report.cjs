@@ -6,9 +6,8 @@ const { existsSync, readFileSync } = require('node:fs');
 const { relative } = require('node:path');
 
 const [name, reportPath, exitCode, outputPath] = process.argv.slice(2);
-const failedBeforeReport = `npm test (${name}) exited ${exitCode} with no vitest report: tsc or vitest failed before any test ran (see the log above)`;
 if (!existsSync(reportPath)) {
-  console.log(failedBeforeReport);
+  console.log(`npm test (${name}) exited ${exitCode} with no vitest report: tsc or vitest failed before any test ran (see the log above)`);
   process.exit(0);
 }
 
