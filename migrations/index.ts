@@ -15,6 +15,7 @@ import * as citusWriterColumns from './0013-citus-writer-columns.js';
 import * as sessionsByLastActivity from './0014-sessions-by-last-activity.js';
 import * as plannedOnceLogCheck from './0015-planned-once-log-check.js';
 import * as sealedHistory from './0016-sealed-history.js';
+import * as eventChain from './0017-event-chain.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '0014-sessions-by-last-activity': sessionsByLastActivity,
   '0015-planned-once-log-check': plannedOnceLogCheck,
   '0016-sealed-history': sealedHistory,
+  '0017-event-chain': eventChain,
 };

@@ -1,5 +1,6 @@
 import { type Kysely, type Migration, type MigrationResultSet, type MigrationResult, Migrator, sql } from 'kysely';
 import { migrations } from '../../migrations/index.js';
+import { backfillEventChain, type ChainBackfillProgress } from './backfill-event-chain.js';
 import { builtInProjections } from '../../projections/index.js';
 import type { Projection } from '../projector/projection.js';
 import { registerProjections } from '../projector/register-projections.js';
@@ -36,7 +37,11 @@ export class MigrationError extends Error {
  * ```
  * @returns the names of the migrations this call applied
  */
-export async function migrateToLatest(db: Kysely<any>, projections: readonly Projection[] = builtInProjections): Promise<string[]> {
+export async function migrateToLatest(
+  db: Kysely<any>,
+  projections: readonly Projection[] = builtInProjections,
+  options: MigrateOptions = {},
+): Promise<string[]> {
   const { error, results = [] } =
     poolOf(db) === undefined ? await migrateAndRegister(db, projections, false) : await migrateInOneTransaction(db, projections);
   if (error instanceof MigrationError) throw error;
@@ -44,7 +49,18 @@ export async function migrateToLatest(db: Kysely<any>, projections: readonly Pro
     const failed = results.find((result) => result.status === 'Error')?.migrationName;
     throw new MigrationError(failed === undefined ? describeSetupFailure(error) : `migration ${failed} failed: ${describe(error)}`, results, { cause: error });
   }
-  return results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
+  const applied = results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
+  try {
+    await backfillEventChain(db, { onProgress: options.onChainProgress });
+  } catch (cause) {
+    throw new MigrationError(`chaining the events stored before 0017-event-chain failed (run migrate again to go on): ${describe(cause)}`, results, { cause });
+  }
+  return applied;
+}
+
+export interface MigrateOptions {
+  /** Called after each batch of the hash chain's backfill over events stored before it (see `backfillEventChain`). */
+  onChainProgress?: (progress: ChainBackfillProgress) => void;
 }
 
 /**

@@ -15,6 +15,10 @@ export type Numeric = ColumnType<string, number | string, number | string>;
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface EventChainBackfill {
+  completed_at: Timestamp | null;
+}
+
 export interface KernelJournalCheckpoints {
   acknowledged: Generated<boolean>;
   checkpoint_bytes: Buffer;
@@ -339,6 +343,7 @@ export interface ProjectionLeases {
 }
 
 export interface SessionEvents {
+  hash: Buffer | null;
   kind: string;
   payload: Exact.Json;
   payload_text: string | null;
@@ -356,12 +361,14 @@ export interface SessionEventsStoredAsJsonb {
 
 export interface Sessions {
   first_recorded_at: Generated<Timestamp>;
+  head_hash: Buffer | null;
   last_recorded_at: Generated<Timestamp>;
   last_seq: Exact.Int8;
   session_id: string;
 }
 
 export interface DB {
+  event_chain_backfill: EventChainBackfill;
   kernel_journal_checkpoints: KernelJournalCheckpoints;
   kernel_journal_operations: KernelJournalOperations;
   kernel_journal_records: KernelJournalRecords;

@@ -17,8 +17,8 @@ export async function writeByHand(db: Kysely<DB>, sessionId: string, seq: number
     await sql`INSERT INTO sessions (session_id, last_seq) VALUES (${sessionId}, ${seq})
               ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq`.execute(trx);
     const { rows } = await sql<{ position: number }>`
-      INSERT INTO session_events (session_id, seq, kind, payload)
-      VALUES (${sessionId}, ${seq}, ${payload}::json ->> 'kind', ${payload}::json) RETURNING position`.execute(trx);
+      INSERT INTO session_events (session_id, seq, kind, turn, payload)
+      VALUES (${sessionId}, ${seq}, ${payload}::json ->> 'kind', os_audit_turn_as_written(${payload}::json), ${payload}::json) RETURNING position`.execute(trx);
     return rows[0]!.position;
   });
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { ChainBackfillProgress } from '../../db/backfill-event-chain.js';
 import { commandProjections } from '../projection-options.js';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 
@@ -10,7 +11,9 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const { migrateToLatest } = await import('../../db/migrate.js');
       const projections = await commandProjections(command, io);
-      const applied = await withDatabase(url, (db) => migrateToLatest(db, projections), { rideThrough: { io, rerun: 'work' } });
+      const onChainProgress = (progress: ChainBackfillProgress) =>
+        void write(io.stderr, `chained ${progress.chainedEvents} of ${progress.totalEvents} events stored before the hash chain (${progress.chainedSessions} sessions)\n`);
+      const applied = await withDatabase(url, (db) => migrateToLatest(db, projections, { onChainProgress }), { rideThrough: { io, rerun: 'work' } });
       await write(io.stdout, applied.length === 0 ? 'schema is up to date; nothing to apply\n' : `applied ${applied.join(', ')}\n`);
     });
 }

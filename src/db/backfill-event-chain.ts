@@ -1,0 +1,115 @@
+import { type Kysely, sql } from 'kysely';
+import { isStoreDistributed } from './distributed-store.js';
+import { exactInteger } from './exact-integer.js';
+import type { DB } from './schema.js';
+
+/** Where a backfill of the hash chain stands, after each batch. */
+export interface ChainBackfillProgress {
+  /** Events chained by this run so far. */
+  chainedEvents: number;
+  /** Events this run found to chain (sessions appended to meanwhile may add some). */
+  totalEvents: number;
+  /** Sessions chained by this run so far. */
+  chainedSessions: number;
+}
+
+export interface ChainBackfillOptions {
+  /** About how many events each batch (one transaction) chains; a session is never split. */
+  batchEvents?: number;
+  onProgress?: (progress: ChainBackfillProgress) => void;
+}
+
+/**
+ * Gives every event stored before migration 0017 its place in its session's hash chain, and
+ * each such session its head hash. Each batch of whole sessions is a transaction of its own
+ * that holds those sessions' heads: appends to them wait for it, others go on. Interrupted, a
+ * later run starts where this one stopped; once nothing is left, the store records it and
+ * later runs cost one query.
+ *
+ * @example
+ * ```ts
+ * await backfillEventChain(db, { onProgress: (p) => console.error(`${p.chainedEvents}/${p.totalEvents}`) });
+ * ```
+ */
+export async function backfillEventChain(db: Kysely<DB>, options: ChainBackfillOptions = {}): Promise<ChainBackfillProgress> {
+  const progress: ChainBackfillProgress = { chainedEvents: 0, totalEvents: 0, chainedSessions: 0 };
+  const state = await db.selectFrom('event_chain_backfill').select('completed_at').executeTakeFirst();
+  if (state?.completed_at != null) return progress;
+  const batchEvents = options.batchEvents ?? 50_000;
+  const { rows } = await sql<{ events: string }>`SELECT coalesce(sum(last_seq + 1), 0) AS events FROM sessions WHERE head_hash IS NULL`.execute(db);
+  progress.totalEvents = exactInteger(rows[0]!.events);
+  const distributed = await isStoreDistributed(db);
+  let after: string | null = null;
+  for (;;) {
+    const batch = await nextBatch(db, after, batchEvents);
+    if (batch.length === 0) break;
+    const ids = batch.map((session) => session.session_id);
+    const chained = await db.transaction().execute((trx) => chainSessions(trx, ids, distributed));
+    after = ids[ids.length - 1]!;
+    progress.chainedEvents += chained;
+    progress.chainedSessions += ids.length;
+    options.onProgress?.({ ...progress });
+  }
+  await sql`UPDATE event_chain_backfill SET completed_at = now() WHERE NOT EXISTS (SELECT FROM sessions WHERE head_hash IS NULL)`.execute(db);
+  return progress;
+}
+
+/** The next sessions to chain after `after`, whole, about `batchEvents` events in all (at least one session). */
+async function nextBatch(db: Kysely<DB>, after: string | null, batchEvents: number): Promise<{ session_id: string; last_seq: number }[]> {
+  const candidates = await db
+    .selectFrom('sessions')
+    .select(['session_id', 'last_seq'])
+    .where('head_hash', 'is', null)
+    .$if(after !== null, (query) => query.where('session_id', '>', after!))
+    .orderBy('session_id')
+    .limit(1000)
+    .execute();
+  const batch: { session_id: string; last_seq: number }[] = [];
+  let events = 0;
+  for (const session of candidates) {
+    const count = exactInteger(session.last_seq) + 1;
+    if (batch.length > 0 && events + count > batchEvents) break;
+    batch.push({ session_id: session.session_id, last_seq: exactInteger(session.last_seq) });
+    events += count;
+  }
+  return batch;
+}
+
+/**
+ * Chains the unchained events of these sessions, in one transaction that holds their heads
+ * first. The hashes are computed by the database (`os_audit_unchained_hashes`); each event
+ * takes the one UPDATE history allows, its missing hash.
+ */
+async function chainSessions(trx: Kysely<DB>, ids: string[], distributed: boolean): Promise<number> {
+  await sql`SELECT session_id FROM sessions WHERE session_id = ANY(${ids}::text[]) AND head_hash IS NULL ORDER BY session_id FOR UPDATE`.execute(trx);
+  // On Citus the triggers that read it fire on the workers.
+  if (distributed) await sql`SET LOCAL citus.propagate_set_commands = 'local'`.execute(trx);
+  await sql`SET LOCAL os_audit.backfilling_chain = on`.execute(trx);
+  const { rows } = await sql<{ session_id: string; seq: string; hash: Buffer }>`
+    SELECT session_id, seq, hash FROM os_audit_unchained_hashes(${ids}::text[])`.execute(trx);
+  if (rows.length === 0) return 0;
+  const groups = distributed ? groupBySession(rows) : [rows];
+  for (const group of groups) {
+    await sql`
+      UPDATE session_events AS e SET hash = c.hash
+      FROM unnest(${group.map((row) => row.session_id)}::text[], ${group.map((row) => row.seq)}::bigint[], ${group.map((row) => row.hash)}::bytea[])
+        AS c(session_id, seq, hash)
+      WHERE e.session_id = c.session_id AND e.seq = c.seq${distributed ? sql` AND e.session_id = ${group[0]!.session_id}` : sql``}`.execute(trx);
+  }
+  await sql`
+    UPDATE sessions AS s SET head_hash = e.hash
+    FROM session_events AS e
+    WHERE s.session_id = ANY(${ids}::text[]) AND e.session_id = s.session_id AND e.seq = s.last_seq`.execute(trx);
+  return rows.length;
+}
+
+/** On Citus an UPDATE joined with a list reaches one shard only when it names one session. */
+function groupBySession<Row extends { session_id: string }>(rows: Row[]): Row[][] {
+  const groups = new Map<string, Row[]>();
+  for (const row of rows) {
+    let group = groups.get(row.session_id);
+    if (group === undefined) groups.set(row.session_id, (group = []));
+    group.push(row);
+  }
+  return [...groups.values()];
+}
