@@ -16,6 +16,7 @@ import * as sessionsByLastActivity from './0014-sessions-by-last-activity.js';
 import * as plannedOnceLogCheck from './0015-planned-once-log-check.js';
 import * as sealedHistory from './0016-sealed-history.js';
 import * as eventChain from './0017-event-chain.js';
+import * as kernelJournalGrants from './0018-kernel-journal-grants.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -43,4 +44,5 @@ export const migrations: Record<string, Migration> = {
   '0015-planned-once-log-check': plannedOnceLogCheck,
   '0016-sealed-history': sealedHistory,
   '0017-event-chain': eventChain,
+  '0018-kernel-journal-grants': kernelJournalGrants,
 };
