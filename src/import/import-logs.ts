@@ -240,7 +240,7 @@ async function importSessionFiles(store: EventStore, directory: string, options:
 }
 
 /** The `*.jsonl` entries of a directory, by name, and the names of the other entries. */
-async function sessionFilesOf(directory: string): Promise<{ files: SessionFile[]; ignoredEntries: string[] }> {
+export async function sessionFilesOf(directory: string): Promise<{ files: SessionFile[]; ignoredEntries: string[] }> {
   const entries = (await fs.readdir(directory, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
   const files: SessionFile[] = [];
   const ignoredEntries: string[] = [];
@@ -273,7 +273,8 @@ const DEFAULT_CONCURRENCY = 4;
 /** Reports files stored together (with their counts), one file refused (with why) or one without events. */
 type Finished = (files: readonly SessionFile[], outcome: WriteCounts | Error | 'empty') => void;
 
-interface SessionFile {
+/** A `<session_id>.jsonl` entry of a log folder, as {@link sessionFilesOf} lists it. */
+export interface SessionFile {
   index: number;
   path: string;
   sessionId: string;
@@ -346,7 +347,7 @@ async function importSessionFile(
 }
 
 /** The events of a `<session_id>.jsonl` file, each checked and encoded, a chunk of lines at a time. */
-async function* sessionFileEvents(file: SessionFile, options: EncodeOptions): AsyncGenerator<{ events: EventLine[]; bytesRead: number }> {
+export async function* sessionFileEvents(file: SessionFile, options: EncodeOptions): AsyncGenerator<{ events: EventLine[]; bytesRead: number }> {
   for await (const lines of readEventLines(createReadStream(file.path), { file: file.path, sessionId: file.sessionId }, options)) {
     const events = lines.map((line) => readEventLine(line.text, { file: file.path, line: line.lineNumber, sessionId: file.sessionId }, options));
     yield { events, bytesRead: lines[lines.length - 1]!.bytesRead };
