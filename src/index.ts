@@ -61,6 +61,15 @@ export { type EventOrigin, InvalidEventError } from './store/invalid-event-error
 export { type EventLogLayout } from './store/sql/seal-sql.js';
 export { readEventLogLayout, type SealOptions, type SealReport, sealEventLog } from './store/seal-event-log.js';
 
+// The runtime's own log folder, checked against the database (`os-audit verify --against DIR`).
+export {
+  type FolderDifference,
+  type FolderDifferenceKind,
+  type FolderVerifyReport,
+  verifyAgainstFolder,
+  type VerifyFolderOptions,
+} from './verify/verify-against-folder.js';
+
 // Events and their contract.
 export type { KnownEventKind, KnownSessionEvent, SessionEvent, U32, U64 } from './events/session-event.js';
 export { EventValidationError, type ValidateEventOptions, type ValidationIssue, validateEvent } from './events/validate-event.js';

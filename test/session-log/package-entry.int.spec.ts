@@ -79,6 +79,7 @@ const expectedExports = [
   'sql',
   'stringifyJson',
   'validateEvent',
+  'verifyAgainstFolder',
   'verifyOsSnapshots',
   'verifyProjection',
 ];
