@@ -58,6 +58,7 @@ export { type EncodedEvent, type EncodeOptions, encodeEventText, encodeEventValu
 export { ConcurrencyError } from './store/concurrency-error.js';
 export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_SESSION_ID_BYTES, type Limits } from './store/limits.js';
 export { type EventOrigin, InvalidEventError } from './store/invalid-event-error.js';
+export { CorruptEventError } from './store/corrupt-event-error.js';
 export { type EventLogLayout } from './store/sql/seal-sql.js';
 export { readEventLogLayout, type SealOptions, type SealReport, sealEventLog } from './store/seal-event-log.js';
 

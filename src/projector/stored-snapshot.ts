@@ -4,6 +4,7 @@ import { exactInteger } from '../db/exact-integer.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
 import type { EventStore } from '../store/event-store.js';
+import { readStoredEvent } from '../store/read-stored-event.js';
 import { foldEvents } from './fold-events.js';
 import type { Projection } from './projection.js';
 import type { StoppedSession } from './sql/batch-sql.js';
@@ -118,7 +119,8 @@ const PAGE = 1000;
  * A projection's in-memory fold of a session's stored log (the reference its SQL snapshot must
  * equal), reading each event as the projector does: it stops where the projector stops a
  * session, at the first event the projection cannot read (unless it was set aside) or at a seq
- * missing from the log, and says so.
+ * missing from the log, and says so. A stored event that is no event at all (written around the
+ * store) is a `CorruptEventError` naming its session and seq.
  *
  * @example
  * ```ts
@@ -153,7 +155,8 @@ export async function foldStoredLog<State>(
     return { seq: at.seq, position: at.position, kind: at.kind, reason: 'unreadable', problem: fold.stoppedAt.problem };
   };
   let expectedSeq = 0;
-  for await (const stored of store.readSession(sessionId)) {
+  // Each event read once it is known to be folded: one past `toSeq` may stay unread.
+  for await (const stored of store.readSessionText(sessionId)) {
     if (options.toSeq !== undefined && stored.seq > options.toSeq) break;
     if (stored.seq !== expectedSeq) {
       const stopped = foldPage();
@@ -162,7 +165,7 @@ export async function foldStoredLog<State>(
       return { state, lastSeq, stopped: { seq: expectedSeq, position: null, kind: null, reason: 'hole', problem } };
     }
     expectedSeq += 1;
-    page.push({ seq: stored.seq, position: stored.position, kind: stored.kind, event: stored.event });
+    page.push({ seq: stored.seq, position: stored.position, kind: stored.kind, event: readStoredEvent(stored) });
     if (page.length >= PAGE) {
       const stopped = foldPage();
       if (stopped !== null) return { state, lastSeq, stopped };

@@ -8,6 +8,7 @@ import { checkSessionId, type EncodedEvent, encodeEventValue, encodeSdkEvent } f
 import type { Limits } from '../store/limits.js';
 import type { EventOrigin } from '../store/invalid-event-error.js';
 import { EventStore } from '../store/event-store.js';
+import { readStoredEvent } from '../store/read-stored-event.js';
 import { type JournalErrorClasses, PostgresKernelJournal } from './postgres-kernel-journal.js';
 import type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } from './session-log.js';
 
@@ -240,7 +241,8 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
   /**
    * The session's events from `fromSeq` on, of the kinds of `primitiveFilter` when given. A
    * negative `fromSeq` reads from 0 (as the SDKs' `seq >= fromSeq` filter does); one that is
-   * not an integer is a `RangeError`.
+   * not an integer is a `RangeError`. A stored event that is no event (written around the
+   * store) is a `CorruptEventError` naming its session and seq.
    */
   async read(sessionId: string, fromSeq = 0, primitiveFilter?: KernelPrimitive): Promise<SessionLogEntry<Event>[]> {
     if (!Number.isSafeInteger(fromSeq)) throw new RangeError(`fromSeq must be an integer, got ${String(fromSeq)}`);
@@ -252,8 +254,8 @@ export class PostgresSessionLog<Event extends SessionLogEvent = any> implements 
           ? { notKinds: [...this.primitives.syscall, ...this.primitives.mm] }
           : // An unknown primitive matches no kind, as the SDKs' filter matches none.
             { kinds: this.primitives[primitiveFilter] ?? [] };
-    for await (const { seq, text } of this.store.readSessionText(sessionId, { fromSeq: Math.max(0, fromSeq), ...filter })) {
-      entries.push({ seq, event: this.parse(text) });
+    for await (const stored of this.store.readSessionText(sessionId, { fromSeq: Math.max(0, fromSeq), ...filter })) {
+      entries.push({ seq: stored.seq, event: readStoredEvent<Event>(stored, this.parse) });
     }
     return entries;
   }

@@ -10,7 +10,6 @@ import { sleep } from '../time/sleep.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
-import { parseJson } from '../json/parse-json.js';
 import { ConcurrencyError } from './concurrency-error.js';
 import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventValue } from './encode-event.js';
 import type { Limits } from './limits.js';
@@ -19,6 +18,7 @@ import { copyEvents, eventRowsText, sessionEventsText } from './sql/copy-events.
 import { advanceHeadsSql, appendSequencedSql, type SessionSpans } from './sql/append-sequenced.js';
 import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
 import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
+import { readStoredEvent } from './read-stored-event.js';
 
 /**
  * How an {@link EventStore} rides through a lost connection.
@@ -465,10 +465,11 @@ export class EventStore {
 
   /**
    * Streams a session's log in seq order, a page per round trip, with exact values. Appends made
-   * while reading are included up to where the reader has got.
+   * while reading are included up to where the reader has got. A stored event that is no event
+   * (written around the store) is a `CorruptEventError` naming its session and seq.
    */
   async *readSession(sessionId: string, options: ReadSessionOptions = {}): AsyncGenerator<StoredEvent> {
-    for await (const stored of this.readSessionText(sessionId, options)) yield { ...stored, event: parseJson(stored.text) as JsonObject };
+    for await (const stored of this.readSessionText(sessionId, options)) yield { ...stored, event: readStoredEvent(stored) };
   }
 
   /** {@link readSession} giving each event as its JSON text, unparsed. */

@@ -22,6 +22,7 @@ const expectedExports = [
   'CheckpointMovedError',
   'ConcurrencyError',
   'ConnectionLostError',
+  'CorruptEventError',
   'DEFAULT_CONNECTION_RETRY',
   'DEFAULT_MAX_EVENT_BYTES',
   'DEFAULT_MAX_SESSION_ID_BYTES',
