@@ -93,7 +93,7 @@ export {
 export { defineEventReads, type EventObject, type EventReads, field, FieldRead, type FieldType, type FieldValue, readEvent } from './projector/event-reads.js';
 export { type EventsFold, foldEvents, type FoldEventsOptions, type UnreadableEvent } from './projector/fold-events.js';
 export { type FoldedLog, foldStoredLog, type FoldLogOptions, readStoredSnapshot, type SessionStop, type StoredSnapshot } from './projector/stored-snapshot.js';
-export { type SnapshotMismatch, type VerifyReport, type VerifySelection, verifyProjection } from './projector/verify-projection.js';
+export { type CorruptLog, type SnapshotMismatch, type VerifyReport, type VerifySelection, verifyProjection } from './projector/verify-projection.js';
 export { plannedOnceSnapshotView, type SnapshotViewParts } from './projector/planned-once-snapshot-view.js';
 // A projection's SQL is written with kysely's `sql` tag: this one, so that a plug-in shares os-audit's kysely.
 export { sql } from 'kysely';

@@ -9,7 +9,7 @@ import { osSnapshotProjection } from './os-snapshot-projection.js';
  * @example
  * ```ts
  * const report = await verifyOsSnapshots(db, { all: true });
- * if (report.mismatches.length > 0) process.exitCode = 1;
+ * if (report.mismatches.length > 0 || report.corrupt.length > 0) process.exitCode = 1;
  * ```
  */
 export function verifyOsSnapshots(db: Kysely<DB>, selection: VerifySelection, onProgress?: (checked: number, total: number) => void): Promise<VerifyReport> {

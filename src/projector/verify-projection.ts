@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { diffJson } from '../json/diff-json.js';
+import { CorruptEventError } from '../store/corrupt-event-error.js';
 import { EventStore } from '../store/event-store.js';
 import type { Projection } from './projection.js';
 import { foldStoredLog, readStoredSnapshots, type SessionStop, type StoredSnapshot, skippedPositionsOf } from './stored-snapshot.js';
@@ -14,10 +15,22 @@ export interface SnapshotMismatch {
   differences: string[];
 }
 
-/** What {@link verifyProjection} found: sessions compared, those whose snapshot differs, and those not projected yet. */
+/** A session whose stored log holds an event that is no event (see `CorruptEventError`): it was not compared. */
+export interface CorruptLog {
+  sessionId: string;
+  /** The seq of the first such event read. */
+  seq: number;
+  problem: string;
+}
+
+/**
+ * What {@link verifyProjection} found: sessions looked at, those whose snapshot differs, those
+ * whose log holds a corrupt event, and those not projected yet.
+ */
 export interface VerifyReport {
   checked: number;
   mismatches: SnapshotMismatch[];
+  corrupt: CorruptLog[];
   /** Sessions the projector has not reached yet (nothing to compare). */
   pending: string[];
 }
@@ -30,12 +43,14 @@ export type VerifySelection = { sessions: readonly string[] } | { all: true } | 
  * `snapshotView` is compared with `toJson` of the in-memory fold of its stored log up to the
  * last event the projection folded (skipping only the events `--skip-invalid` set aside, which
  * the projection did not fold either); a session the projection stopped must stop at the same
- * event, for the same reason, in memory.
+ * event, for the same reason, in memory. A session whose log holds a stored event that is no
+ * event (not JSON, not an object, not of its row's kind) is reported in `corrupt`, and the
+ * others are verified all the same.
  *
  * @example
  * ```ts
  * const report = await verifyProjection(db, osSnapshotProjection, { all: true });
- * if (report.mismatches.length > 0) process.exitCode = 1;
+ * if (report.mismatches.length > 0 || report.corrupt.length > 0) process.exitCode = 1;
  * ```
  */
 export async function verifyProjection(
@@ -46,15 +61,20 @@ export async function verifyProjection(
 ): Promise<VerifyReport> {
   const store = new EventStore(db);
   const sessionIds = await selectSessions(db, selection);
-  const report: VerifyReport = { checked: 0, mismatches: [], pending: [] };
+  const report: VerifyReport = { checked: 0, mismatches: [], corrupt: [], pending: [] };
   for (let from = 0; from < sessionIds.length; from += PAGE) {
     const page = sessionIds.slice(from, from + PAGE);
     const snapshots = await readStoredSnapshots(db, projection, page);
     const skipped = await skippedPositionsOf(db, projection, page);
     for (const sessionId of page) {
-      const differences = await verifySession(db, store, projection, sessionId, snapshots.get(sessionId), skipped.get(sessionId));
-      if (differences === 'pending') report.pending.push(sessionId);
-      else if (differences.length > 0) report.mismatches.push({ sessionId, differences });
+      try {
+        const differences = await verifySession(db, store, projection, sessionId, snapshots.get(sessionId), skipped.get(sessionId));
+        if (differences === 'pending') report.pending.push(sessionId);
+        else if (differences.length > 0) report.mismatches.push({ sessionId, differences });
+      } catch (error) {
+        if (!(error instanceof CorruptEventError)) throw error;
+        report.corrupt.push({ sessionId, seq: error.seq, problem: error.problem });
+      }
       report.checked += 1;
       onProgress?.(report.checked, sessionIds.length);
     }
