@@ -11,10 +11,12 @@ export function registerEventsCommand(program: Command, io: CliIo): void {
     .option('--bare', 'print only the events, one per line')
     .action(async (sessionId: string, options: { fromSeq: number; bare?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const { EventStore } = await import('../../store/event-store.js');
+      const [{ EventStore }, { checkStoredEvent }] = await Promise.all([import('../../store/event-store.js'), import('../../store/read-stored-event.js')]);
       const printed = await withDatabase(url, async (db) => {
         let count = 0;
         for await (const stored of new EventStore(db).readSessionText(sessionId, { fromSeq: options.fromSeq })) {
+          // A line that is no event is never printed: a text written around the store fails the command here.
+          checkStoredEvent(stored);
           await write(io.stdout, options.bare ? `${stored.text}\n` : `{"seq":${stored.seq},"event":${stored.text}}\n`);
           count += 1;
         }
