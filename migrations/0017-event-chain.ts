@@ -14,9 +14,11 @@ import { storeIsDistributed } from '../src/db/distributed-store.js';
  *   events of one session chains them in seq order by index look-ups.
  * - `sessions.head_hash`: the hash of the session's last event, set after each statement
  *   (`session_events_chain_heads`, as the schema's owner: writers hold no grant on it) and
- *   checked at the commit with the head (`sessions_head_at_last_event`).
- * - The same trigger refuses a `turn` other than the payload's own and a `payload_text` that
- *   is not the event the readable `payload` stands in for, naming the column.
+ *   checked whenever it moves (`sessions_head_hash_of_last_event`) and at the commit with the
+ *   head (`sessions_head_at_last_event`).
+ * - The same trigger fills a missing `turn` from the payload, and refuses one other than the
+ *   payload's own and a `payload_text` that is not the event the readable `payload` stands in
+ *   for, naming the column.
  * - Events stored before have no hash until the chain is backfilled, in batches of their own
  *   transactions after the migrations (`backfillEventChain`); an event appended to a session
  *   not yet backfilled gets none either, and the backfill chains it with the rest.
@@ -196,6 +198,32 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE TRIGGER session_events_chain_heads
       AFTER INSERT ON session_events REFERENCING NEW TABLE AS appended
       FOR EACH STATEMENT EXECUTE FUNCTION os_audit_chain_heads()`.execute(db);
+  // Whoever moves it (the statement trigger above, the backfill, the owner by hand), a head's
+  // hash is its last stored event's: checked at once, as the events are stored first.
+  const lastHash = distributed
+    ? `EXECUTE format('SELECT hash FROM %s WHERE session_id = $1 ORDER BY seq DESC LIMIT 1', os_audit_colocated_shard(TG_RELID, 'session_events'))
+         INTO last_hash USING NEW.session_id;`
+    : `SELECT e.hash INTO last_hash FROM session_events AS e WHERE e.session_id = NEW.session_id ORDER BY e.seq DESC LIMIT 1;`;
+  await sql`
+    CREATE FUNCTION os_audit_check_head_hash() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+      last_hash bytea;
+    BEGIN
+      ${sql.raw(lastHash)}
+      IF NEW.head_hash IS DISTINCT FROM last_hash THEN
+        RAISE EXCEPTION 'session %: column head_hash is not the hash of its last stored event', to_json(NEW.session_id)
+          USING ERRCODE = 'check_violation', COLUMN = 'head_hash', TABLE = 'sessions', CONSTRAINT = 'sessions_head_hash_of_last_event',
+                HINT = 'the database sets head_hash when events are stored';
+      END IF;
+      RETURN NEW;
+    END
+    $$`.execute(db);
+  await sql`
+    CREATE TRIGGER sessions_head_hash_of_last_event
+      BEFORE UPDATE OF head_hash ON sessions
+      FOR EACH ROW WHEN (NEW.head_hash IS DISTINCT FROM OLD.head_hash) EXECUTE FUNCTION os_audit_check_head_hash()`.execute(db);
+  await sql`ALTER TABLE sessions ENABLE ALWAYS TRIGGER sessions_head_hash_of_last_event`.execute(db);
   for (const trigger of ['session_events_refuse_delete', 'session_events_refuse_update', 'session_events_update_fills_hash_only', 'session_events_chain']) {
     await sql`ALTER TABLE session_events ENABLE ALWAYS TRIGGER ${sql.id(trigger)}`.execute(db);
   }
@@ -285,6 +313,7 @@ function quoteLiteral(text: string): string {
 /** Back to 0016: the chain, its checks and its backfill's state go; history refuses every UPDATE again. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   const distributed = await storeIsDistributed(db);
+  await sql`DROP TRIGGER sessions_head_hash_of_last_event ON sessions`.execute(db);
   await sql`DROP TRIGGER session_events_chain_heads ON session_events`.execute(db);
   await sql`DROP TRIGGER session_events_chain ON session_events`.execute(db);
   await sql`DROP TRIGGER session_events_update_fills_hash_only ON session_events`.execute(db);
@@ -297,6 +326,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`ALTER TABLE session_events ENABLE ALWAYS TRIGGER session_events_refuse_update_delete`.execute(db);
   await sql`DROP TABLE event_chain_backfill`.execute(db);
   for (const fn of [
+    'os_audit_check_head_hash()',
     'os_audit_chain_heads()',
     'os_audit_chain_event()',
     'os_audit_fill_hash_only()',

@@ -5,6 +5,7 @@ import { type CliIo, CliError } from './cli-context.js';
 import { registerAppendCommand } from './commands/append-command.js';
 import { registerConsoleCommand } from './commands/console-command.js';
 import { registerDbCommand } from './commands/db-command.js';
+import { registerDigestCommand } from './commands/digest-command.js';
 import { registerEventsCommand } from './commands/events-command.js';
 import { registerImportCommand } from './commands/import-command.js';
 import { registerMigrateCommand } from './commands/migrate-command.js';
@@ -52,6 +53,7 @@ export function buildProgram(io: CliIo): Command {
   registerRebuildCommand(program, io);
   registerVerifyCommand(program, io);
   registerSealCommand(program, io);
+  registerDigestCommand(program, io);
   registerStatusCommand(program, io);
   registerConsoleCommand(program, io);
   registerUpCommand(program, io, async (args) => {

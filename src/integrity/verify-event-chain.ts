@@ -1,0 +1,79 @@
+import { type Kysely, sql } from 'kysely';
+import { exactInteger } from '../db/exact-integer.js';
+import type { DB } from '../db/schema.js';
+
+/** The first thing wrong with one session's log, or with its head. */
+export interface ChainProblem {
+  sessionId: string;
+  /** The first seq affected. */
+  seq: number;
+  problem: string;
+}
+
+export interface ChainReport {
+  /** Sessions and events whose chain was checked. */
+  sessions: number;
+  events: number;
+  /** At most one per session: its first seq affected. */
+  problems: ChainProblem[];
+}
+
+/**
+ * Checks every link of the hash chain of the chosen sessions (all by default) against the
+ * bytes as stored: each event's hash against its seq, its text and its predecessor's hash, and
+ * each head against its last event. A change of any stored byte, a removed, reordered or
+ * inserted event shows at its seq, unless whoever changed it also rewrote every later hash
+ * with the database's help: a digest kept elsewhere catches that (`verifyAgainstDigest`).
+ *
+ * @example
+ * ```ts
+ * const { problems } = await verifyEventChain(db);
+ * for (const p of problems) console.log(`session ${p.sessionId}: seq ${p.seq}: ${p.problem}`);
+ * ```
+ */
+export async function verifyEventChain(db: Kysely<DB>, selection: { sessions?: readonly string[] } = {}): Promise<ChainReport> {
+  const chosen = selection.sessions === undefined ? sql`true` : sql`e.session_id = ANY(${[...selection.sessions]}::text[])`;
+  const chosenHeads = selection.sessions === undefined ? sql`true` : sql`s.session_id = ANY(${[...selection.sessions]}::text[])`;
+  const links = await sql<{ session_id: string; seq: string; problem: string; events: string }>`
+    SELECT DISTINCT ON (e.session_id) e.session_id, CASE WHEN e.hash IS NOT NULL AND e.seq > 0 AND p.seq IS NULL THEN e.seq - 1 ELSE e.seq END AS seq,
+      CASE WHEN e.hash IS NULL THEN 'not chained yet: os-audit migrate chains the events stored before the chain'
+           WHEN e.seq > 0 AND p.seq IS NULL THEN 'it is missing: the event after it has no predecessor'
+           ELSE 'its hash is not that of its stored text and the hash before it: the event was changed, moved or inserted' END AS problem
+    FROM session_events AS e
+    LEFT JOIN session_events AS p ON p.session_id = e.session_id AND p.seq = e.seq - 1
+    WHERE ${chosen}
+      AND e.hash IS DISTINCT FROM sha256(CASE WHEN e.seq = 0 THEN os_audit_chain_start(e.session_id) ELSE p.hash END
+                                         || int8send(e.seq) || convert_to(coalesce(e.payload_text, e.payload::text), 'UTF8'))
+    ORDER BY e.session_id, e.seq`.execute(db);
+  const heads = await sql<{ session_id: string; seq: string; problem: string }>`
+    SELECT s.session_id, least(s.last_seq, coalesce(last.seq, -1)) + 1 AS seq,
+      CASE WHEN last.seq IS NULL THEN 'the session has a head but no event'
+           WHEN last.seq < s.last_seq THEN format('its head is at seq %s but its log ends at seq %s', s.last_seq, last.seq)
+           WHEN last.seq > s.last_seq THEN format('its log goes on past its head (seq %s) to seq %s', s.last_seq, last.seq)
+           ELSE 'its head hash is not the hash of its last event' END AS problem
+    FROM sessions AS s
+    LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM session_events AS e WHERE e.session_id = s.session_id ORDER BY e.seq DESC LIMIT 1) AS last ON true
+    WHERE ${chosenHeads} AND (last.seq IS DISTINCT FROM s.last_seq OR s.head_hash IS DISTINCT FROM last.hash)
+    UNION ALL
+    SELECT e.session_id, min(e.seq), 'the session has events but no head'
+    FROM session_events AS e
+    WHERE ${chosen} AND NOT EXISTS (SELECT FROM sessions AS s WHERE s.session_id = e.session_id)
+    GROUP BY e.session_id`.execute(db);
+  const counts = await sql<{ sessions: string; events: string }>`
+    SELECT count(*) AS sessions, coalesce(sum(s.last_seq + 1), 0) AS events FROM sessions AS s WHERE ${chosenHeads}`.execute(db);
+  return {
+    sessions: exactInteger(counts.rows[0]!.sessions),
+    events: exactInteger(counts.rows[0]!.events),
+    problems: firstPerSession([...links.rows, ...heads.rows].map((row) => ({ sessionId: row.session_id, seq: exactInteger(row.seq), problem: row.problem }))),
+  };
+}
+
+/** One problem per session, its lowest seq's, sessions in id order. */
+export function firstPerSession(problems: readonly ChainProblem[]): ChainProblem[] {
+  const first = new Map<string, ChainProblem>();
+  for (const problem of problems) {
+    const known = first.get(problem.sessionId);
+    if (known === undefined || problem.seq < known.seq) first.set(problem.sessionId, problem);
+  }
+  return [...first.values()].sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
+}
