@@ -9,14 +9,16 @@ import { EventStore } from '../../src/store/event-store.js';
 import { type FolderDifference, verifyAgainstFolder } from '../../src/verify/verify-against-folder.js';
 import { SDK_LOG_FIXTURE } from '../support/journal-folder.js';
 import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
+import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 /**
- * A log folder checked against the database, session by session, after
+ * `verify --against DIR`: a log folder checked against the database, session by session, after
  * an import (which must leave it clean) and after the log or the folder changed.
  */
 const testDb = useTestDatabase({ perTest: true });
 const tempDir = useTempDir('os-audit-verify-against-');
+const cli = (args: string[]) => runCliInProcess(args, { env: { DATABASE_URL: testDb.url } });
 
 /** The seed SDK's (5c2a79c) layout: `<session_id>.jsonl` files alone. */
 const SEED_LAYOUT_FOLDER = fileURLToPath(new URL('../../samples/', import.meta.url));
@@ -54,6 +56,11 @@ describe('verifyAgainstFolder after an import', () => {
         ignoredEntries: [],
       });
     }
+    expect(await cli(['verify', '--against', SEED_LAYOUT_FOLDER])).toEqual({
+      code: 0,
+      stdout: `verified 14 sessions against ${SEED_LAYOUT_FOLDER}: 14 clean, 0 differing, 0 missing, 0 extra, 0 unreadable\n`,
+      stderr: '',
+    });
   });
 
   it("finds the v0.2.60 SDK's folder clean, saying that its kernel journal is not compared", async () => {
@@ -63,6 +70,11 @@ describe('verifyAgainstFolder after an import', () => {
       counts: cleanCounts(2),
       differences: [],
       ignoredEntries: ['kernel-journal'],
+    });
+    expect(await cli(['verify', '--against', SDK_LOG_FIXTURE])).toEqual({
+      code: 0,
+      stdout: `verified 2 sessions against ${SDK_LOG_FIXTURE}: 2 clean, 0 differing, 0 missing, 0 extra, 0 unreadable\n`,
+      stderr: 'not compared: kernel-journal (no <session_id>.jsonl files)\n',
     });
   });
 
@@ -132,5 +144,38 @@ describe('verifyAgainstFolder where the log and the folder part', () => {
     const told: FolderDifference[] = [];
     const report = await verifyAgainstFolder(testDb.db, dir, { onDifference: (difference) => void told.push(difference) });
     expect({ told, kept: report.differences }).toEqual({ told: expected, kept: [] });
+  });
+
+  it('prints a line for each session that is not clean, then the counts, and exits 1', async () => {
+    const { dir } = await brokenFolder();
+    const file = (sessionId: string) => path.join(dir, `${sessionId}.jsonl`);
+    const run = await cli(['verify', '--against', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stdout.split('\n')).toEqual([
+      `session "a-changed-in-db": differs at seq 3 (${file('a-changed-in-db')}:4): the database holds another event`,
+      `session "b-changed-in-file": differs at seq 2 (${file('b-changed-in-file')}:3): the database holds another event`,
+      `session "c-longer-file": differs at seq 5 (${file('c-longer-file')}:6): not in the database, whose log ends at seq 4`,
+      `session "d-longer-log": differs at seq 5 (${file('d-longer-log')}): in the database (whose log ends at seq 5), not in the file`,
+      expect.stringMatching(new RegExp(`^session "e-bad-line": unreadable \\(${file('e-bad-line').replace(/[.]/g, '\\.')}:3\\): invalid JSON: `)),
+      `session "h-only-in-folder": missing at seq 0 (${file('h-only-in-folder')}:1): the session is not in the database`,
+      'session "g-only-in-db": extra at seq 0: in the database (whose log ends at seq 4), not in the folder',
+      `verified 8 sessions against ${dir}: 1 clean, 4 differing, 1 missing, 1 extra, 1 unreadable`,
+      '',
+    ]);
+    expect(run.stderr).toBe('not compared: notes.txt (no <session_id>.jsonl files)\nos-audit: 7 of 8 sessions are not stored as the folder has them\n');
+  });
+});
+
+describe('os-audit verify --against: mistakes', () => {
+  it('refuses --against beside sessions or --projection (exit 2), and a path that is no folder (exit 1)', async () => {
+    const dir = tempDir();
+    expect(await cli(['verify', 's1', '--against', dir])).toMatchObject({ code: 2, stderr: expect.stringContaining('one of them') });
+    expect(await cli(['verify', '--against', dir, '--projection', 'os_snapshot'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--projection does not apply') });
+    const file = writeSessionFile(dir, 's1', []);
+    expect(await cli(['verify', '--against', file])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `os-audit: ${file} is not a directory: give a runtime log folder of <session_id>.jsonl files\n`,
+    });
   });
 });
