@@ -13,7 +13,7 @@ import { storeIsDistributed } from '../src/db/distributed-store.js';
  *   replaced. A row trigger sees the rows its statement stored before, so a statement of many
  *   events of one session chains them in seq order by index look-ups.
  * - `sessions.head_hash`: the hash of the session's last event, set after each statement
- *   (`session_events_chain_heads`, as the schema's owner: writers hold no grant on it) and
+ *   (`session_events_set_head_hashes`, as the schema's owner: writers hold no grant on it) and
  *   checked whenever it moves (`sessions_head_hash_of_last_event`) and at the commit with the
  *   head (`sessions_head_at_last_event`).
  * - The same trigger fills a missing `turn` from the payload, and refuses one other than the
@@ -27,6 +27,12 @@ import { storeIsDistributed } from '../src/db/distributed-store.js';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const distributed = await storeIsDistributed(db);
+  if (distributed) {
+    // Functions are created on every worker over connections of their own, which Citus allows
+    // after DDL on the shards only when the transaction runs that DDL one shard at a time.
+    await sql`SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`.execute(db);
+    await sql`SET LOCAL citus.enable_unsafe_triggers = on`.execute(db);
+  }
   await sql`ALTER TABLE session_events ADD COLUMN hash bytea`.execute(db);
   await sql`ALTER TABLE sessions ADD COLUMN head_hash bytea`.execute(db);
 
@@ -194,8 +200,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       RETURN NULL;
     END
     $$`.execute(db);
+  // Named to fire after the statement's checks (AFTER triggers fire in name order: the
+  // contiguity's, the seal's of seqs already sealed), so that a statement they refuse is refused
+  // for its fault, not by the check of the head hash it would move.
   await sql`
-    CREATE TRIGGER session_events_chain_heads
+    CREATE TRIGGER session_events_set_head_hashes
       AFTER INSERT ON session_events REFERENCING NEW TABLE AS appended
       FOR EACH STATEMENT EXECUTE FUNCTION os_audit_chain_heads()`.execute(db);
   // Whoever moves it (the statement trigger above, the backfill, the owner by hand), a head's
@@ -258,7 +267,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     $$`.execute(db);
   // Whether every event stored before this migration is chained (backfillEventChain).
   await sql`CREATE TABLE event_chain_backfill (completed_at timestamptz)`.execute(db);
-  await sql`INSERT INTO event_chain_backfill SELECT CASE WHEN EXISTS (SELECT FROM session_events) THEN NULL ELSE now() END`.execute(db);
+  const { rows: stored } = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM session_events LIMIT 1) AS any`.execute(db);
+  await sql`INSERT INTO event_chain_backfill VALUES (${stored[0]!.any ? null : sql`now()`})`.execute(db);
   await sql`GRANT SELECT ON event_chain_backfill TO os_audit_reader, os_audit_writer, os_audit_projector`.execute(db);
 
   await defineHeadCheck(db, distributed, { withHash: true });
@@ -314,7 +324,7 @@ function quoteLiteral(text: string): string {
 export async function down(db: Kysely<unknown>): Promise<void> {
   const distributed = await storeIsDistributed(db);
   await sql`DROP TRIGGER sessions_head_hash_of_last_event ON sessions`.execute(db);
-  await sql`DROP TRIGGER session_events_chain_heads ON session_events`.execute(db);
+  await sql`DROP TRIGGER session_events_set_head_hashes ON session_events`.execute(db);
   await sql`DROP TRIGGER session_events_chain ON session_events`.execute(db);
   await sql`DROP TRIGGER session_events_update_fills_hash_only ON session_events`.execute(db);
   await sql`DROP TRIGGER session_events_refuse_update ON session_events`.execute(db);

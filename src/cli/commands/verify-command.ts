@@ -6,6 +6,7 @@ import type { VerifyReport, VerifySelection } from '../../projector/verify-proje
 import type { FolderDifference } from '../../verify/verify-against-folder.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { resolveLimits } from '../limit-options.js';
+import { reportEventChain, verifyDigestCommand } from './verify-integrity.js';
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { countOf } from '../../text/count-of.js';
@@ -19,18 +20,26 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
     .option('--sample <n>', 'verify n sessions taken at random', integerOption(1))
     .option('--projection <name>', 'only this projection (default: all)')
     .option('--against <dir>', "instead of snapshots: check the stored logs against the runtime's log folder, byte for byte")
-    .addHelpText('after', '\nPrints each differing field; exit code 1 when any snapshot differs from its log, or a log holds a corrupt event.')
+    .option('--digest <path>', 'instead of snapshots: check a digest file, or a folder of them, and that the log still holds what each covers')
+    .option('--public-key <file>', "with --digest: the Ed25519 public key (PEM) the digests' signatures must verify with")
+    .addHelpText('after', '\nChecks the hash chain of the sessions verified (with --all or named sessions), then the snapshots.')
+    .addHelpText('after', 'Prints each broken chain and each differing field; exit code 1 when any chain is broken, any snapshot differs from its log, or a log holds a corrupt event.')
     .addHelpText('after', AGAINST_HELP)
-    .action(async (sessions: string[], options: { all?: boolean; sample?: number; projection?: string; against?: string }, command: Command) => {
+    .action(async (sessions: string[], options: { all?: boolean; sample?: number; projection?: string; against?: string; digest?: string; publicKey?: string }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const chosen = [sessions.length > 0, options.all === true, options.sample !== undefined, options.against !== undefined].filter(Boolean).length;
-      if (chosen !== 1) throw new CliError('name sessions, or give --all, --sample N or --against DIR (one of them)', 2);
+      const chosen = [sessions.length > 0, options.all === true, options.sample !== undefined, options.against !== undefined, options.digest !== undefined].filter(Boolean).length;
+      if (chosen !== 1) throw new CliError('name sessions, or give --all, --sample N, --against DIR or --digest PATH (one of them)', 2);
+      if (options.publicKey !== undefined && options.digest === undefined) throw new CliError('--public-key checks the signatures of --digest: give --digest too', 2);
+      if (options.digest !== undefined) return verifyDigestCommand(url, options.digest, options.publicKey, io);
       if (options.against !== undefined) {
         if (options.projection !== undefined) throw new CliError('--projection does not apply to --against, which compares the logs themselves', 2);
         return verifyAgainstFolderCommand(url, options.against, io);
       }
       const selection: VerifySelection = options.all ? { all: true } : options.sample !== undefined ? { sample: options.sample } : { sessions };
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
+      // --sample is a quick look at snapshots: the chain is checked over whole logs, with --all or by name.
+      const brokenChains =
+        options.sample === undefined ? await withDatabase(url, (db) => reportEventChain(db, options.all ? undefined : sessions, io), { rideThrough: { io, rerun: 'work' } }) : 0;
       const [{ verifyProjection }, { ProgressLine }] = await Promise.all([import('../../projector/verify-projection.js'), import('../progress-line.js')]);
       const reports = await withDatabase(
         url,
@@ -66,6 +75,7 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
         differing += report.mismatches.length;
       }
       const failures = [
+        ...(brokenChains > 0 ? [brokenChains === 1 ? "1 session's hash chain is broken" : `${brokenChains} sessions' hash chains are broken`] : []),
         ...(differing > 0 ? [differing === 1 ? '1 snapshot differs from its log' : `${differing} snapshots differ from their log`] : []),
         ...(corrupt.size > 0 ? [corrupt.size === 1 ? '1 session has a corrupt event in its log' : `${corrupt.size} sessions have a corrupt event in their log`] : []),
       ];
