@@ -82,6 +82,29 @@ const SETTINGS = {
     parse: oneOf(LOG_LEVELS),
     defaultValue: 'info',
   }),
+  digestDir: setting<string | undefined>({
+    flags: '--digest-dir <dir>',
+    env: 'OS_AUDIT_DIGEST_DIR',
+    description: 'the leader writes a digest of the log into this folder every --digest-every (see os-audit digest)',
+    parse: (text) => text,
+    defaultValue: undefined,
+    shownDefault: 'none',
+  }),
+  digestEvery: setting({
+    flags: '--digest-every <ms>',
+    env: 'OS_AUDIT_DIGEST_EVERY_MS',
+    description: 'how often the leader writes a digest into --digest-dir',
+    parse: integerOption(1000),
+    defaultValue: 3_600_000,
+  }),
+  digestKey: setting<string | undefined>({
+    flags: '--digest-key <file>',
+    env: 'OS_AUDIT_DIGEST_KEY',
+    description: "the Ed25519 private key (PEM) that signs the daemon's digests",
+    parse: (text) => text,
+    defaultValue: undefined,
+    shownDefault: 'none: not signed',
+  }),
   logFormat: setting<LogFormat | undefined>({
     flags: '--log-format <format>',
     env: 'OS_AUDIT_LOG_FORMAT',
@@ -129,6 +152,9 @@ export function resolveProjectSettings(flags: ProjectFlags, env: NodeJS.ProcessE
     metricsHost: resolve('metricsHost'),
     logLevel: resolve('logLevel'),
     logFormat: resolve('logFormat'),
+    digestDir: resolve('digestDir'),
+    digestEvery: resolve('digestEvery'),
+    digestKey: resolve('digestKey'),
   };
 }
 
@@ -229,7 +255,9 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
   const owner = flags.owner ?? defaultOwner();
   const ownerLog = log.child({ owner });
   let progress: CatchUpProgress | undefined;
-  const runs = projections.map((projection) => {
+  // The leader of the first projection writes the digests.
+  let leading = false;
+  const runs = projections.map((projection, index) => {
     const projectionLog = new ProjectorLog(ownerLog.child({ projection: projection.name }), { summarizeBatches: !flags.once });
     const projector = new Projector(db, projection, {
       batchSize: settings.batchSize,
@@ -242,6 +270,9 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
         projectionLog.record(event);
         if (event.type === 'batch') progress?.record(event.result.windowCount);
         monitor?.record(projection.name, event);
+        if (index === 0 && (event.type === 'leader' || event.type === 'standby' || event.type === 'idle')) {
+          leading = event.type === 'leader' || (event.type === 'idle' && event.role === 'leader');
+        }
       },
     });
     return { projection, projector, projectionLog };
@@ -265,6 +296,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
       }
       return;
     }
+    const digests = settings.digestDir === undefined ? undefined : await startDigests(db, settings, () => leading, ownerLog);
     await onStarted?.(monitor?.url);
     const { batchSize, pollInterval: pollIntervalMs, leaseTtl: leaseTtlMs } = settings;
     const names = projections.map((projection) => projection.name);
@@ -272,13 +304,24 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
       { event: 'started', projections: names, batchSize, pollIntervalMs, leaseTtlMs, skipInvalid: Boolean(flags.skipInvalid), metricsUrl: monitor?.url ?? null },
       `os-audit projector ${owner} started: ${names.join(', ')}`,
     );
-    await Promise.all(runs.map(({ projector }) => projector.run(signal)));
+    await Promise.all(runs.map(({ projector }) => projector.run(signal))).finally(() => digests?.stop());
     for (const { projectionLog } of runs) projectionLog.close();
     ownerLog.info({ event: 'stopped' }, 'os-audit projector stopped; leases released');
   } finally {
     for (const { projectionLog } of runs) projectionLog.close();
     await monitor?.close();
   }
+}
+
+/** The digests the leader writes into --digest-dir, signed with --digest-key. */
+async function startDigests(db: Kysely<DB>, settings: ProjectSettings, leading: () => boolean, log: Logger): Promise<{ stop: () => Promise<void> }> {
+  const [{ readFile }, { readPrivateKey }, { startDigestSchedule }] = await Promise.all([
+    import('node:fs/promises'),
+    import('../../integrity/digest.js'),
+    import('../../integrity/digest-schedule.js'),
+  ]);
+  const privateKey = settings.digestKey === undefined ? undefined : readPrivateKey(await readFile(settings.digestKey, 'utf8'), settings.digestKey);
+  return startDigestSchedule(db, { dir: settings.digestDir!, everyMs: settings.digestEvery, privateKey }, leading, log);
 }
 
 /** Starts the web console, metrics and health server (the console on a pool of its own); a port in use is the user's to fix. */
