@@ -403,6 +403,32 @@ describe('least-privilege roles', () => {
       expect(await new EventStore(writerDb).lastSeq('w-1')).toBe(6);
     });
 
+    it('cannot store a row that disagrees with its event, choose its hash, or move a head hash (0017)', async () => {
+      const inTransaction = (statements: string[]) =>
+        writerDb.transaction().execute(async (trx) => {
+          await sql`UPDATE sessions SET last_seq = 7 WHERE session_id = 'w-1'`.execute(trx);
+          for (const statement of statements) await sql.raw(statement).execute(trx);
+        });
+      const insert = (columns: string, values: string) => inTransaction([`INSERT INTO session_events (session_id, seq, ${columns}) VALUES ('w-1', 7, ${values})`]);
+      await expect(insert('kind, turn, payload', `'page_in', 999, '{"kind":"page_in","turn":1}'`)).rejects.toMatchObject({
+        code: '23514',
+        column: 'turn',
+        message: 'session "w-1": seq 7: column turn (999) is not the event\'s turn (1)',
+      });
+      await expect(insert('kind, payload', `'page_out', '{"kind":"page_in"}'`)).rejects.toMatchObject({ code: '23514', constraint: 'session_events_payload_kind' });
+      for (const payloadText of [`'not json at all'`, `'{"kind":"page_in","a":"\\u0000","b":2}'`, `'{"kind":"page_in"}'`]) {
+        await expect(insert('kind, payload, payload_text', `'page_in', '{"kind":"page_in","a":{"os_audit_unstorable_string":"�"}}', ${payloadText}`)).rejects.toMatchObject({
+          code: '23514',
+          column: 'payload_text',
+        });
+      }
+      await expect(insert('kind, payload, hash', `'page_in', '{"kind":"page_in"}', '\\x00'`)).rejects.toMatchObject({ code: '42501' });
+      await expect(sql`UPDATE sessions SET head_hash = '\\x00' WHERE session_id = 'w-1'`.execute(writerDb)).rejects.toMatchObject({ code: '42501' });
+      await expect(sql`UPDATE session_events SET hash = NULL WHERE session_id = 'w-1'`.execute(writerDb)).rejects.toMatchObject({ code: '42501' });
+      await expect(inTransaction([`SET LOCAL os_audit.backfilling_chain = on`, `UPDATE session_events SET payload = '{"kind":"page_in"}' WHERE session_id = 'w-1'`])).rejects.toMatchObject({ code: '42501' });
+      expect(await new EventStore(writerDb).lastSeq('w-1')).toBe(6);
+    });
+
     it('appends through COPY (a large append, an import) and the SDK SessionLog', async () => {
       const store = new EventStore(writerDb);
       expect((await store.append('w-copy', events(600))).at(-1)).toBe(599);
