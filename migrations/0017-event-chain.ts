@@ -265,10 +265,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       END LOOP;
     END
     $$`.execute(db);
-  // Whether every event stored before this migration is chained (backfillEventChain).
-  await sql`CREATE TABLE event_chain_backfill (completed_at timestamptz)`.execute(db);
-  const { rows: stored } = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM session_events LIMIT 1) AS any`.execute(db);
-  await sql`INSERT INTO event_chain_backfill VALUES (${stored[0]!.any ? null : sql`now()`})`.execute(db);
+  // Whether every event stored before this migration is chained (backfillEventChain), and up
+  // to which position events were stored without the row checks above, which verify makes.
+  await sql`CREATE TABLE event_chain_backfill (completed_at timestamptz, unchecked_through_position bigint)`.execute(db);
+  const { rows: stored } = await sql<{ position: string | null }>`SELECT max(position) AS position FROM session_events`.execute(db);
+  const position = stored[0]!.position;
+  await sql`INSERT INTO event_chain_backfill VALUES (${position === null ? sql`now()` : null}, ${position}::bigint)`.execute(db);
   await sql`GRANT SELECT ON event_chain_backfill TO os_audit_reader, os_audit_writer, os_audit_projector`.execute(db);
 
   await defineHeadCheck(db, distributed, { withHash: true });

@@ -17,6 +17,7 @@ export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
 export interface EventChainBackfill {
   completed_at: Timestamp | null;
+  unchecked_through_position: Exact.Int8 | null;
 }
 
 export interface KernelJournalCheckpoints {

@@ -59,12 +59,30 @@ export async function verifyEventChain(db: Kysely<DB>, selection: { sessions?: r
     FROM session_events AS e
     WHERE ${chosen} AND NOT EXISTS (SELECT FROM sessions AS s WHERE s.session_id = e.session_id)
     GROUP BY e.session_id`.execute(db);
+  // Rows stored before 0017 were never checked against their event: their turn and exact text are checked here.
+  const { rows: unchecked } = await sql<{ position: string | null }>`SELECT unchecked_through_position AS position FROM event_chain_backfill`.execute(db);
+  const uncheckedThrough = unchecked[0]?.position ?? null;
+  const rows =
+    uncheckedThrough === null
+      ? []
+      : (
+          await sql<{ session_id: string; seq: string; problem: string }>`
+            SELECT DISTINCT ON (e.session_id) e.session_id, e.seq,
+              CASE WHEN e.turn IS DISTINCT FROM os_audit_turn_as_written(e.payload)
+                   THEN format('column turn (%s) is not the event''s turn (%s)', coalesce(e.turn::text, 'null'), coalesce(os_audit_turn_as_written(e.payload)::text, 'none'))
+                   ELSE 'column payload_text ' || os_audit_exact_text_problem(e.payload, e.payload_text) END AS problem
+            FROM session_events AS e
+            WHERE ${chosen} AND e.position <= ${uncheckedThrough}::bigint
+              AND (e.turn IS DISTINCT FROM os_audit_turn_as_written(e.payload)
+                   OR (e.payload_text IS NOT NULL AND os_audit_exact_text_problem(e.payload, e.payload_text) IS NOT NULL))
+            ORDER BY e.session_id, e.seq`.execute(db)
+        ).rows;
   const counts = await sql<{ sessions: string; events: string }>`
     SELECT count(*) AS sessions, coalesce(sum(s.last_seq + 1), 0) AS events FROM sessions AS s WHERE ${chosenHeads}`.execute(db);
   return {
     sessions: exactInteger(counts.rows[0]!.sessions),
     events: exactInteger(counts.rows[0]!.events),
-    problems: firstPerSession([...links.rows, ...heads.rows].map((row) => ({ sessionId: row.session_id, seq: exactInteger(row.seq), problem: row.problem }))),
+    problems: firstPerSession([...links.rows, ...heads.rows, ...rows].map((row) => ({ sessionId: row.session_id, seq: exactInteger(row.seq), problem: row.problem }))),
   };
 }
 

@@ -14,7 +14,9 @@ import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
 import { importLogs } from '../../src/import/import-logs.js';
 import { pastTheTriggers } from '../support/past-the-triggers.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
-import { useTestDatabase } from '../support/test-database.js';
+import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
+import { migrateTo } from '../support/migrate-to.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
 
 const testDb = useTestDatabase();
 const folders: string[] = [];
@@ -96,6 +98,26 @@ describe('the hash chain of each session', () => {
     const { rows } = await sql<{ turn: string }>`SELECT turn FROM session_events WHERE session_id = 'own-hash' AND seq = 1`.execute(testDb.db);
     expect(Number(rows[0]!.turn)).toBe(2);
     await expect(sql`UPDATE sessions SET head_hash = '\\x00' WHERE session_id = 'own-hash'`.execute(testDb.db)).rejects.toThrow(/column head_hash is not the hash of its last stored event/);
+  });
+
+  it('names the rows stored before the chain that disagree with their event, once migrated', async () => {
+    const scratch = await createTestDatabase({ migrate: false });
+    try {
+      await migrateTo(scratch.db, '0016-sealed-history');
+      await scratch.db.transaction().execute(async (trx) => {
+        await sql`INSERT INTO sessions (session_id, last_seq) VALUES ('old-turn', 1), ('old-fine', 0)`.execute(trx);
+        await sql`INSERT INTO session_events (session_id, seq, kind, turn, payload) VALUES
+                    ('old-turn', 0, 'page_in', 1, '{"kind":"page_in","turn":1}'),
+                    ('old-turn', 1, 'page_in', 999, '{"kind":"page_in","turn":2}'),
+                    ('old-fine', 0, 'page_in', 1, '{"kind":"page_in","turn":1}')`.execute(trx);
+      });
+      await migrateToLatest(scratch.db);
+      expect((await verifyEventChain(scratch.db)).problems).toEqual([
+        { sessionId: 'old-turn', seq: 1, problem: "column turn (999) is not the event's turn (2)" },
+      ]);
+    } finally {
+      await scratch.drop();
+    }
   });
 
   it('shows every change made past the triggers, at the session and its first seq affected; a digest shows the rest', async () => {
