@@ -1,3 +1,5 @@
+// fs.promises, read when used: a dynamic import of a node: module has no loader in the bundled CLI.
+import { promises as fs } from 'node:fs';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -315,12 +317,11 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
 
 /** The digests the leader writes into --digest-dir, signed with --digest-key. */
 async function startDigests(db: Kysely<DB>, settings: ProjectSettings, leading: () => boolean, log: Logger): Promise<{ stop: () => Promise<void> }> {
-  const [{ readFile }, { readPrivateKey }, { startDigestSchedule }] = await Promise.all([
-    import('node:fs/promises'),
+  const [{ readPrivateKey }, { startDigestSchedule }] = await Promise.all([
     import('../../integrity/digest.js'),
     import('../../integrity/digest-schedule.js'),
   ]);
-  const privateKey = settings.digestKey === undefined ? undefined : readPrivateKey(await readFile(settings.digestKey, 'utf8'), settings.digestKey);
+  const privateKey = settings.digestKey === undefined ? undefined : readPrivateKey(await fs.readFile(settings.digestKey, 'utf8'), settings.digestKey);
   return startDigestSchedule(db, { dir: settings.digestDir!, everyMs: settings.digestEvery, privateKey }, leading, log);
 }
 
