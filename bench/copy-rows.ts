@@ -11,8 +11,8 @@ import type { CorpusRow } from './corpus.js';
 
 /** The columns a COPY of events always writes, from the row itself. */
 const ROW_COLUMNS = ['session_id', 'seq', 'kind', 'turn', 'payload'];
-/** Columns the database fills at insert (identity, transaction, clock). */
-const INSERT_COLUMNS = ['position', 'transaction_id', 'recorded_at'];
+/** Columns the database fills at insert (identity, transaction, clock, the hash chain's trigger). */
+const INSERT_COLUMNS = ['position', 'transaction_id', 'recorded_at', 'hash'];
 
 /**
  * How the store's own writers fill `session_events`: beyond the row's columns and those the
