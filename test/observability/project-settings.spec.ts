@@ -13,6 +13,9 @@ const DEFAULTS = {
   metricsHost: '127.0.0.1',
   logLevel: 'info',
   logFormat: undefined,
+  digestDir: undefined,
+  digestEvery: 3_600_000,
+  digestKey: undefined,
 };
 
 /** A database URL nothing listens on: these runs stop before connecting. */
@@ -44,6 +47,9 @@ describe('os-audit project settings', () => {
       OS_AUDIT_METRICS_HOST: '0.0.0.0',
       OS_AUDIT_LOG_LEVEL: 'debug',
       OS_AUDIT_LOG_FORMAT: 'pretty',
+      OS_AUDIT_DIGEST_DIR: '/var/lib/os-audit/digests',
+      OS_AUDIT_DIGEST_EVERY_MS: '600000',
+      OS_AUDIT_DIGEST_KEY: '/etc/os-audit/digest-key',
     };
     expect(resolveProjectSettings({}, env)).toEqual({
       batchSize: 500,
@@ -54,6 +60,9 @@ describe('os-audit project settings', () => {
       metricsHost: '0.0.0.0',
       logLevel: 'debug',
       logFormat: 'pretty',
+      digestDir: '/var/lib/os-audit/digests',
+      digestEvery: 600_000,
+      digestKey: '/etc/os-audit/digest-key',
     });
   });
 

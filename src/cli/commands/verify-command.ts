@@ -22,7 +22,7 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
     .option('--against <dir>', "instead of snapshots: check the stored logs against the runtime's log folder, byte for byte")
     .option('--digest <path>', 'instead of snapshots: check a digest file, or a folder of them, and that the log still holds what each covers')
     .option('--public-key <file>', "with --digest: the Ed25519 public key (PEM) the digests' signatures must verify with")
-    .addHelpText('after', '\nChecks the hash chain of the sessions verified (with --all or named sessions), then the snapshots.')
+    .addHelpText('after', '\nChecks the hash chain of the sessions verified (with --all or named sessions, without --projection), then the snapshots.')
     .addHelpText('after', 'Prints each broken chain and each differing field; exit code 1 when any chain is broken, any snapshot differs from its log, or a log holds a corrupt event.')
     .addHelpText('after', AGAINST_HELP)
     .action(async (sessions: string[], options: { all?: boolean; sample?: number; projection?: string; against?: string; digest?: string; publicKey?: string }, command: Command) => {
@@ -37,9 +37,9 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
       }
       const selection: VerifySelection = options.all ? { all: true } : options.sample !== undefined ? { sample: options.sample } : { sessions };
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
-      // --sample is a quick look at snapshots: the chain is checked over whole logs, with --all or by name.
+      // --sample and --projection look at snapshots: the chain is checked over whole logs, with --all or by name.
       const brokenChains =
-        options.sample === undefined ? await withDatabase(url, (db) => reportEventChain(db, options.all ? undefined : sessions, io), { rideThrough: { io, rerun: 'work' } }) : 0;
+        options.sample === undefined && options.projection === undefined ? await withDatabase(url, (db) => reportEventChain(db, options.all ? undefined : sessions, io), { rideThrough: { io, rerun: 'work' } }) : 0;
       const [{ verifyProjection }, { ProgressLine }] = await Promise.all([import('../../projector/verify-projection.js'), import('../progress-line.js')]);
       const reports = await withDatabase(
         url,
