@@ -4,12 +4,12 @@ import { builtInProjections } from '../../projections/index.js';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
 import { Projector } from '../../src/projector/projector.js';
 import type { DB } from '../../src/db/schema.js';
-import type { JsonObject } from '../../src/json/json-value.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { columnarAvailable, readEventLogLayout, sealEventLog } from '../../src/store/seal-event-log.js';
 import { compareWithFold, osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { sampleEvent } from '../support/sample-event.js';
+import { appendLeftOpen, partitions } from '../support/sealed-log.js';
 import { onCitus, useTestDatabase } from '../support/test-database.js';
 
 /**
@@ -45,40 +45,12 @@ async function logs(db: Kysely<DB>) {
   return rows;
 }
 
-/** Appends `events` in a transaction left open (its row lock on session_events held) until `commit()`. */
-async function appendLeftOpen(store: EventStore, sessionId: string, events: JsonObject[]): Promise<{ commit(): Promise<void> }> {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let stored!: () => void;
-  const inside = new Promise<void>((resolve) => (stored = resolve));
-  const transaction = store.transaction(async (trx) => {
-    await trx.append(sessionId, events);
-    stored();
-    await released;
-  });
-  await inside;
-  return {
-    commit: async () => {
-      release();
-      await transaction;
-    },
-  };
-}
-
 async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error('waited too long');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-}
-
-async function partitions(db: Kysely<DB>) {
-  const { rows } = await sql<{ name: string; bound: string; method: string }>`
-    SELECT c.relname::text AS name, pg_get_expr(c.relpartbound, c.oid) AS bound, am.amname::text AS method
-    FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid JOIN pg_am AS am ON am.oid = c.relam
-    WHERE i.inhparent = 'session_events'::regclass ORDER BY c.relname`.execute(db);
-  return rows;
 }
 
 describe.runIf(onCitus)('sealing on Citus', () => {
