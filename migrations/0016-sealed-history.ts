@@ -9,9 +9,10 @@ import { storeIsDistributed } from '../src/db/distributed-store.js';
  * looked up once, by the (session_id, seq) index of each partition. Nothing uses it until a
  * store is sealed; a store distributed by Citus is never sealed.
  *
- * The seal also turns `citus_columnar`'s own scan off for this function and the contiguity
- * check (0015), once the extension is there, so that both look sealed events up by index
- * (src/store/seal-event-log.ts): a later migration that defines either again must keep that.
+ * The seal also turns `citus_columnar`'s own scan off for the log's functions that look events
+ * up, this one and the contiguity check (0015) among them (`EVENT_LOOKUPS` in
+ * src/store/seal-event-log.ts), once the extension is loaded, so that they look sealed events up
+ * by index: a later migration that defines one of them again must keep that.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (await storeIsDistributed(db)) return;

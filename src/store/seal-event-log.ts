@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import { storeIsDistributed } from '../db/distributed-store.js';
 import { exactInteger } from '../db/exact-integer.js';
 import type { DB } from '../db/schema.js';
-import { copyRangeSql, type EventLogLayout, eventLogLayoutSql, rowStoreFactsSql, sealableEndSql, unsealedCountSql } from './sql/seal-sql.js';
+import { copyRangeSql, type EventLogLayout, eventLogLayoutSql, rowStoreFactsSql, sealableEndSql, sealedPartitionsSql, unsealedCountSql } from './sql/seal-sql.js';
 
 /**
  * What {@link sealEventLog} did.
@@ -69,7 +69,9 @@ export async function sealEventLog(db: Kysely<DB>, options: SealOptions = {}): P
   // One connection for the whole seal, which holds the lock that keeps a second seal out.
   return db.connection().execute(async (connection) => {
     const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${SEAL_LOCK_KEY}) AS locked`.execute(connection);
-    if (!rows[0]!.locked) throw new Error('another os-audit seal is running on this database: run this one once it has ended');
+    if (!rows[0]!.locked) {
+      throw new Error('another os-audit seal, or os-audit migrate chaining the events stored before the hash chain, is running on this database: run this one once it has ended');
+    }
     try {
       return await sealHeldLock(connection, options);
     } finally {
@@ -79,20 +81,49 @@ export async function sealEventLog(db: Kysely<DB>, options: SealOptions = {}): P
 }
 
 /**
- * The setting under which sealed events are read by index: the log's checks (set on their
- * functions by the first seal) look up one session's seqs, and a projector's batch (set on its
- * connection) reads in the order it folds (a rebuild, or a new projection's first catch-up; the
- * daemon's batches read only the partitions after their checkpoint). `citus_columnar`'s own
- * scan, which its planner prefers, would read a sealed partition whole, or every chunk group
- * that may hold the session. Where the extension is not loaded it is a placeholder and changes nothing.
+ * The setting under which sealed events are read by index: the log's checks and its hash chain
+ * (set on their functions, {@link EVENT_LOOKUPS}, wherever a columnar table is made) look up
+ * one session's seqs, and a projector's batch (set on its connection) reads in the order it
+ * folds (a rebuild, or a new projection's first catch-up; the daemon's batches read only the
+ * partitions after their checkpoint). `citus_columnar`'s own scan, which its planner prefers,
+ * would read a sealed partition whole, or every chunk group that may hold the session. Where
+ * the extension is not loaded it is a placeholder and changes nothing.
  */
 export const SEALED_EVENTS_BY_INDEX = 'columnar.enable_custom_scan = off';
+
+/**
+ * The log's functions that look one session's events up by index: the contiguity check (0015),
+ * the check of sealed seqs (0016), and the hash chain's trigger and head checks (0017). A
+ * migration that defines one of them again must keep {@link SEALED_EVENTS_BY_INDEX} on it.
+ */
+const EVENT_LOOKUPS = [
+  'os_audit_check_appended_events()',
+  'os_audit_refuse_sealed_duplicates()',
+  'os_audit_chain_event()',
+  'os_audit_check_session_head()',
+  'os_audit_check_head_hash()',
+];
 
 /** The advisory lock a seal holds (an arbitrary key of its own: "os-audit seal"). */
 const SEAL_LOCK_KEY = 0x05a1_5ea1;
 
+/** What a seal whose swap waited too long for the writers says. */
+const SEAL_GAVE_UP = '(--lock-timeout): nothing was sealed; run the seal again';
+
+/** How long a swap waits for the writers' transactions to end, unless told otherwise. */
+export const DEFAULT_SWAP_LOCK_TIMEOUT_MS = 10_000;
+
+/**
+ * Keeps seals out until the transaction `trx` ends, waiting for a running one: for a writer of
+ * history other than the seal (the hash chain's backfill), whose changes a seal's copy, made
+ * outside its swap's lock, would leave behind.
+ */
+export async function keepSealsOut(trx: Kysely<DB>): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${SEAL_LOCK_KEY})`.execute(trx);
+}
+
 async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealReport> {
-  const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_SWAP_LOCK_TIMEOUT_MS;
   const maxMovedEvents = options.maxMovedEvents ?? 100_000;
   await ensureColumnar(db);
   // What a seal whose connection was lost left behind.
@@ -107,8 +138,7 @@ async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealR
   if (partitioned) layout = await partitionEventLog(db, lockTimeoutMs);
   const hot = layout.hot!;
   const sealing = `session_events_sealing_${Date.now()}`;
-  await sql`CREATE TABLE ${sql.table(sealing)} (LIKE session_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS) USING columnar`.execute(db);
-  await ownedAsTheLog(db, sealing);
+  await createSealedTable(db, sealing);
   try {
     // No event can be added to these transactions any more: one copy, outside the lock.
     const copied = Number((await copyRangeSql(hot.table, sealing, hot.from, to).execute(db)).numAffectedRows ?? 0n);
@@ -117,11 +147,7 @@ async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealR
       return { partitioned, sealedEvents: 0, range: undefined, sealedTable: undefined };
     }
     const sealedTable = `session_events_sealed_${hot.from ?? 'start'}_${to}`;
-    await sql`CREATE UNIQUE INDEX ${sql.id(`${sealedTable}_session_seq_key`)} ON ${sql.table(sealing)} (session_id, seq)`.execute(db);
-    await sql`CREATE UNIQUE INDEX ${sql.id(`${sealedTable}_position_key`)} ON ${sql.table(sealing)} (position)`.execute(db);
-    await sql`CREATE INDEX ${sql.id(`${sealedTable}_transaction_position_idx`)} ON ${sql.table(sealing)} (transaction_id, position)`.execute(db);
-    // Its bounds as a constraint, so that attaching it does not scan it.
-    await sql`ALTER TABLE ${sql.table(sealing)} ADD CONSTRAINT ${sql.id(`${sealedTable}_bounds`)} CHECK (${rangeCheck(hot.from, to)})`.execute(db);
+    await indexSealedTable(db, sealing, sealedTable, hot.from, to);
     await swap(db, { hot: hot.table, from: hot.from, sealing, sealedTable, to }, lockTimeoutMs, maxMovedEvents);
     await sql`ANALYZE ${sql.table(sealedTable)}`.execute(db);
     return { partitioned, sealedEvents: copied, range: { from: hot.from, to }, sealedTable };
@@ -129,6 +155,41 @@ async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealR
     await sql`DROP TABLE IF EXISTS ${sql.table(sealing)}`.execute(db).catch(() => {});
     throw error;
   }
+}
+
+/**
+ * Creates `name`, an empty columnar table with the log's columns and owner, to be filled and
+ * attached as a sealed partition; and sets the log's look-ups of events to read sealed ones by
+ * index. Set here rather than in a migration: citus_columnar has just been loaded into the
+ * session by the CREATE, and a role other than a superuser may set its setting on a function
+ * only then (a migration's session may not have loaded it). So a store partitioned before
+ * migration 0017 defined the chain's functions gets the setting on them from the backfill that
+ * rewrites its sealed partitions, or from its next seal.
+ */
+export async function createSealedTable(db: Kysely<DB>, name: string): Promise<void> {
+  await sql`CREATE TABLE ${sql.table(name)} (LIKE session_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS) USING columnar`.execute(db);
+  await ownedAsTheLog(db, name);
+  for (const lookup of EVENT_LOOKUPS) {
+    // An older schema may lack some of them.
+    const { rows } = await sql<{ exists: boolean }>`SELECT to_regprocedure(${lookup}) IS NOT NULL AS exists`.execute(db);
+    if (rows[0]!.exists) await sql.raw(`ALTER FUNCTION ${lookup} SET ${SEALED_EVENTS_BY_INDEX}`).execute(db);
+  }
+}
+
+/**
+ * Builds the indexes of a sealed partition on `table`, named after `name` (the partition it
+ * will be), and its bounds `[from, to)` as a constraint, so that attaching it does not scan it.
+ */
+export async function indexSealedTable(db: Kysely<DB>, table: string, name: string, from: string | null, to: string): Promise<void> {
+  await sql`CREATE UNIQUE INDEX ${sql.id(`${name}_session_seq_key`)} ON ${sql.table(table)} (session_id, seq)`.execute(db);
+  await sql`CREATE UNIQUE INDEX ${sql.id(`${name}_position_key`)} ON ${sql.table(table)} (position)`.execute(db);
+  await sql`CREATE INDEX ${sql.id(`${name}_transaction_position_idx`)} ON ${sql.table(table)} (transaction_id, position)`.execute(db);
+  await sql`ALTER TABLE ${sql.table(table)} ADD CONSTRAINT ${sql.id(`${name}_bounds`)} CHECK (${rangeCheck(from, to)})`.execute(db);
+}
+
+/** Attaches `table`, indexed by {@link indexSealedTable}, as the sealed partition of the transactions `[from, to)`. */
+export async function attachSealedTable(trx: Kysely<DB>, table: string, from: string | null, to: string): Promise<void> {
+  await sql`ALTER TABLE session_events ATTACH PARTITION ${sql.table(table)} FOR VALUES FROM (${from === null ? sql`MINVALUE` : sql.lit(from)}) TO (${sql.lit(to)})`.execute(trx);
 }
 
 /**
@@ -146,6 +207,30 @@ export async function readEventLogLayout(db: Kysely<DB>): Promise<EventLogLayout
   const from = /^FOR VALUES FROM \((?:'?(\d+)'?|MINVALUE)\) TO \(MAXVALUE\)$/.exec(row.hot_bound ?? '');
   if (from === null) throw new Error(`session_events: its open partition ${row.hot_table} has bounds ${row.hot_bound} this os-audit cannot read`);
   return { partitioned: true, hot: { table: row.hot_table, from: from[1] ?? null } };
+}
+
+/** A sealed partition of `session_events`: the events of the transactions `[from, to)` (`from` null: from the first). */
+export interface SealedPartition {
+  table: string;
+  from: string | null;
+  to: string;
+}
+
+/**
+ * The sealed partitions of `session_events`, oldest first; none when it is not partitioned.
+ *
+ * @example
+ * ```ts
+ * for (const { table, to } of await readSealedPartitions(db)) console.log(`${table}: transactions before ${to}`);
+ * ```
+ */
+export async function readSealedPartitions(db: Kysely<DB>): Promise<SealedPartition[]> {
+  const partitions = (await sealedPartitionsSql().execute(db)).rows.map(({ name, bound }) => {
+    const range = /^FOR VALUES FROM \((?:'?(\d+)'?|MINVALUE)\) TO \('?(\d+)'?\)$/.exec(bound);
+    if (range === null) throw new Error(`session_events: its sealed partition ${name} has bounds ${bound} this os-audit cannot read`);
+    return { table: name, from: range[1] ?? null, to: range[2]! };
+  });
+  return partitions.sort((a, b) => (BigInt(a.to) < BigInt(b.to) ? -1 : 1));
 }
 
 /**
@@ -176,7 +261,7 @@ async function ensureColumnar(db: Kysely<DB>): Promise<void> {
  */
 async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise<EventLogLayout> {
   return db.transaction().execute(async (trx) => {
-    await lockEventLog(trx, lockTimeoutMs);
+    await lockEventLog(trx, lockTimeoutMs, SEAL_GAVE_UP);
     const facts = (await rowStoreFactsSql().execute(trx)).rows[0]!;
     const rowStore = 'session_events_heap_start';
     const run = (statement: string) => sql.raw(statement).execute(trx);
@@ -203,10 +288,6 @@ async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise
     await run(
       `CREATE TRIGGER session_events_sealed_unique AFTER INSERT ON session_events REFERENCING NEW TABLE AS appended FOR EACH STATEMENT EXECUTE FUNCTION os_audit_refuse_sealed_duplicates()`,
     );
-    // The log's checks look sealed events up by index: citus_columnar's own scan, which its
-    // planner prefers, would read every chunk group that may hold the session, a cost growing
-    // with the partition. (Set here, where the extension is there; see migration 0016.)
-    for (const check of ['os_audit_check_appended_events', 'os_audit_refuse_sealed_duplicates']) await run(`ALTER FUNCTION ${check}() SET ${SEALED_EVENTS_BY_INDEX}`);
     for (const grant of facts.grants) await run(grant);
     for (const view of facts.views) {
       const { rows } = await sql<{ definition: string }>`SELECT pg_get_viewdef(${view}::regclass) AS definition`.execute(trx);
@@ -231,7 +312,7 @@ async function swap(
   const { hot, from, sealing, sealedTable, to } = step;
   const newHot = `session_events_heap_${to}`;
   await db.transaction().execute(async (trx) => {
-    await lockEventLog(trx, lockTimeoutMs);
+    await lockEventLog(trx, lockTimeoutMs, SEAL_GAVE_UP);
     // Writers may have appended since the first count: the lock is held only for a bounded move.
     await checkMovable(trx, hot, to, maxMovedEvents);
     await sql`CREATE TABLE ${sql.table(newHot)} (LIKE session_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`.execute(trx);
@@ -243,7 +324,7 @@ async function swap(
     await sql`ALTER TABLE ${sql.table(newHot)} ADD CONSTRAINT ${sql.id(`${newHot}_bounds`)} CHECK (transaction_id >= ${sql.lit(to)}::xid8)`.execute(trx);
     await sql`ALTER TABLE session_events DETACH PARTITION ${sql.table(hot)}`.execute(trx);
     await sql`ALTER TABLE ${sql.table(sealing)} RENAME TO ${sql.id(sealedTable)}`.execute(trx);
-    await sql`ALTER TABLE session_events ATTACH PARTITION ${sql.id(sealedTable)} FOR VALUES FROM (${from === null ? sql`MINVALUE` : sql.lit(from)}) TO (${sql.lit(to)})`.execute(trx);
+    await attachSealedTable(trx, sealedTable, from, to);
     await sql`ALTER TABLE session_events ATTACH PARTITION ${sql.id(newHot)} FOR VALUES FROM (${sql.lit(to)}) TO (MAXVALUE)`.execute(trx);
     await sql`DROP TABLE ${sql.table(hot)}`.execute(trx);
   });
@@ -266,14 +347,18 @@ async function ownedAsTheLog(db: Kysely<DB>, table: string): Promise<void> {
   await sql`ALTER TABLE ${sql.id(table)} OWNER TO ${sql.raw(rows[0]!.owner)}`.execute(db);
 }
 
-/** Takes `session_events` for this transaction alone, waiting at most `lockTimeoutMs` for the writers' transactions to end. */
-async function lockEventLog(trx: Kysely<DB>, lockTimeoutMs: number): Promise<void> {
+/**
+ * Takes `session_events` for this transaction alone, waiting at most `lockTimeoutMs` for the
+ * writers' transactions to end; when they do not, the error goes on with `whatNow`: what was
+ * left and what to do.
+ */
+export async function lockEventLog(trx: Kysely<DB>, lockTimeoutMs: number, whatNow: string): Promise<void> {
   await sql`SELECT set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
   try {
     await sql`LOCK TABLE session_events IN ACCESS EXCLUSIVE MODE`.execute(trx);
   } catch (error) {
     if ((error as { code?: unknown }).code !== '55P03') throw error;
-    throw new Error(`the writers' transactions did not end within ${lockTimeoutMs} ms (--lock-timeout): nothing was sealed; run the seal again`, { cause: error });
+    throw new Error(`the writers' transactions did not end within ${lockTimeoutMs} ms ${whatNow}`, { cause: error });
   }
 }
 

@@ -20,6 +20,14 @@ export function eventLogLayoutSql(): RawBuilder<{ kind: string; hot_table: strin
     WHERE c.oid = 'session_events'::regclass`;
 }
 
+/** The sealed partitions of `session_events` (those `USING columnar`) and their bounds. */
+export function sealedPartitionsSql(): RawBuilder<{ name: string; bound: string }> {
+  return sql`
+    SELECT p.relname::text AS name, pg_get_expr(p.relpartbound, p.oid) AS bound
+    FROM pg_inherits AS i JOIN pg_class AS p ON p.oid = i.inhrelid JOIN pg_am AS am ON am.oid = p.relam
+    WHERE i.inhparent = 'session_events'::regclass AND am.amname = 'columnar'`;
+}
+
 /**
  * What the conversion to partitions must carry from the row store to the new parent: its
  * triggers (as `CREATE TRIGGER` text, and whether they fire always), the views that read it,
