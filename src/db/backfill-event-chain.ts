@@ -1,4 +1,6 @@
 import { type Kysely, sql } from 'kysely';
+import { chainSealedPartitions } from '../store/chain-sealed-partitions.js';
+import { DEFAULT_SWAP_LOCK_TIMEOUT_MS, keepSealsOut, readEventLogLayout, SEALED_EVENTS_BY_INDEX } from '../store/seal-event-log.js';
 import { isStoreDistributed } from './distributed-store.js';
 import { exactInteger } from './exact-integer.js';
 import type { DB } from './schema.js';
@@ -16,15 +18,19 @@ export interface ChainBackfillProgress {
 export interface ChainBackfillOptions {
   /** About how many events each batch (one transaction) chains; a session is never split. */
   batchEvents?: number;
+  /** How long the swap of a sealed partition waits for the writers' transactions to end; default 10 s. */
+  lockTimeoutMs?: number;
   onProgress?: (progress: ChainBackfillProgress) => void;
 }
 
 /**
  * Gives every event stored before migration 0017 its place in its session's hash chain, and
- * each such session its head hash. Each batch of whole sessions is a transaction of its own
- * that holds those sessions' heads: appends to them wait for it, others go on. Interrupted, a
- * later run starts where this one stopped; once nothing is left, the store records it and
- * later runs cost one query.
+ * each such session its head hash. On a sealed store, the sealed partitions first: each one
+ * that holds such events is rewritten whole, with its hashes, and swapped in (see
+ * `chainSealedPartitions`). Then each batch of whole sessions is a transaction of its own that
+ * holds those sessions' heads: appends to them wait for it, others go on. Both keep seals out
+ * while they write. Interrupted, a later run starts where this one stopped; once nothing is
+ * left, the store records it and later runs cost one query.
  *
  * @example
  * ```ts
@@ -39,6 +45,13 @@ export async function backfillEventChain(db: Kysely<DB>, options: ChainBackfillO
   const { rows } = await sql<{ events: string }>`SELECT coalesce(sum(last_seq + 1), 0) AS events FROM sessions WHERE head_hash IS NULL`.execute(db);
   progress.totalEvents = exactInteger(rows[0]!.events);
   const distributed = await isStoreDistributed(db);
+  // A store distributed by Citus is never sealed.
+  if (!distributed) {
+    await chainSealedPartitions(db, options.lockTimeoutMs ?? DEFAULT_SWAP_LOCK_TIMEOUT_MS, (events) => {
+      progress.chainedEvents += events;
+      options.onProgress?.({ ...progress });
+    });
+  }
   let after: string | null = null;
   for (;;) {
     const batch = await nextBatch(db, after, batchEvents);
@@ -78,24 +91,40 @@ async function nextBatch(db: Kysely<DB>, after: string | null, batchEvents: numb
 /**
  * Chains the unchained events of these sessions, in one transaction that holds their heads
  * first. The hashes are computed by the database (`os_audit_unchained_hashes`); each event
- * takes the one UPDATE history allows, its missing hash.
+ * takes the one UPDATE history allows, its missing hash. Sealed events have theirs already
+ * (`chainSealedPartitions`): the UPDATE leaves out the sealed partitions, which take none.
  */
 async function chainSessions(trx: Kysely<DB>, ids: string[], distributed: boolean): Promise<number> {
+  if (!distributed) {
+    // A seal's copy, made outside its lock, would leave these hashes behind.
+    await keepSealsOut(trx);
+    // citus_columnar's own scan cannot be part of an UPDATE: the heads' below reads sealed events.
+    await sql.raw(`SET LOCAL ${SEALED_EVENTS_BY_INDEX}`).execute(trx);
+  }
   await sql`SELECT session_id FROM sessions WHERE session_id = ANY(${ids}::text[]) AND head_hash IS NULL ORDER BY session_id FOR UPDATE`.execute(trx);
   // On Citus the triggers that read it fire on the workers.
   if (distributed) await sql`SET LOCAL citus.propagate_set_commands = 'local'`.execute(trx);
   await sql`SET LOCAL os_audit.backfilling_chain = on`.execute(trx);
   const { rows } = await sql<{ session_id: string; seq: string; hash: Buffer }>`
     SELECT session_id, seq, hash FROM os_audit_unchained_hashes(${ids}::text[])`.execute(trx);
-  if (rows.length === 0) return 0;
+  // Only the heap partition: a columnar one fails an UPDATE's plan, even one that finds no row there.
+  const heapFrom = distributed ? null : ((await readEventLogLayout(trx)).hot?.from ?? null);
+  let updated = 0;
   const groups = distributed ? groupBySession(rows) : [rows];
   for (const group of groups) {
-    await sql`
+    const result = await sql`
       UPDATE session_events AS e SET hash = c.hash
       FROM unnest(${group.map((row) => row.session_id)}::text[], ${group.map((row) => row.seq)}::bigint[], ${group.map((row) => row.hash)}::bytea[])
         AS c(session_id, seq, hash)
-      WHERE e.session_id = c.session_id AND e.seq = c.seq${distributed ? sql` AND e.session_id = ${group[0]!.session_id}` : sql``}`.execute(trx);
+      WHERE e.session_id = c.session_id AND e.seq = c.seq${distributed ? sql` AND e.session_id = ${group[0]!.session_id}` : sql``}${
+        heapFrom === null ? sql`` : sql` AND e.transaction_id >= ${sql.lit(heapFrom)}::xid8`
+      }`.execute(trx);
+    updated += Number(result.numAffectedRows ?? 0n);
   }
+  if (updated < rows.length) {
+    throw new Error(`${rows.length - updated} events of the sessions ${JSON.stringify(ids[0])} to ${JSON.stringify(ids.at(-1))} were sealed after the sealed partitions were chained (a seal ran meanwhile)`);
+  }
+  // Also for sessions whose events were all sealed, chained already.
   await sql`
     UPDATE sessions AS s SET head_hash = e.hash
     FROM session_events AS e
