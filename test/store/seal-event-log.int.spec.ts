@@ -5,6 +5,10 @@ import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-
 import { Projector } from '../../src/projector/projector.js';
 import type { DB } from '../../src/db/schema.js';
 import { EventStore } from '../../src/store/event-store.js';
+import { makeDigest, readDigestBody } from '../../src/integrity/digest.js';
+import { verifyLogAgainstDigest } from '../../src/integrity/verify-digest.js';
+import { verifyEventChain } from '../../src/integrity/verify-event-chain.js';
+import { rebuildProjection } from '../../src/projector/rebuild-projection.js';
 import { columnarAvailable, readEventLogLayout, sealEventLog } from '../../src/store/seal-event-log.js';
 import { compareWithFold, osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
@@ -139,6 +143,35 @@ describe.skipIf(onCitus)('os-audit seal', () => {
       /would leave a hole/,
     );
     expect(await new EventStore(testDb.db).append('a', [pageIn(4)])).toEqual([3]);
+  });
+
+  it('keeps the hash chain: a log nobody touched verifies clean after a seal and a rebuild; a sealed partition rewritten shows', async (context) => {
+    if (!(await serverHasColumnar())) context.skip();
+    const store = new EventStore(testDb.db);
+    for (const sessionId of ['kept', 'forged']) await store.append(sessionId, [pageIn(1), pageIn(2), pageIn(3)]);
+    // A seal leaves the last transaction folded in the row store.
+    await store.append('after', [pageIn(1)]);
+    await foldAll(testDb.db);
+    expect(await sealEventLog(testDb.db)).toMatchObject({ sealedEvents: 6 });
+    await store.append('kept', [pageIn(4)]);
+    await rebuildProjection(testDb.db, osSnapshotProjection);
+    expect(await verifyEventChain(testDb.db)).toMatchObject({ sessions: 3, events: 8, problems: [] });
+    const digest = makeDigest(await readDigestBody(testDb.db, { previous: null }));
+
+    // As a superuser would: the sealed partition copied with one event changed, and swapped in.
+    const sealed = (await partitions(testDb.db)).find((partition) => partition.method === 'columnar')!;
+    await testDb.db.transaction().execute(async (trx) => {
+      await sql`CREATE TEMPORARY TABLE copied ON COMMIT DROP AS SELECT * FROM ${sql.table(sealed.name)}`.execute(trx);
+      await sql`UPDATE copied SET payload = '{"kind":"page_in","turn":2,"entry_count":9,"note":""}' WHERE session_id = 'forged' AND seq = 1`.execute(trx);
+      await sql`CREATE TABLE forged_partition (LIKE ${sql.table(sealed.name)} INCLUDING CONSTRAINTS) USING columnar`.execute(trx);
+      await sql`INSERT INTO forged_partition SELECT * FROM copied`.execute(trx);
+      await sql`ALTER TABLE session_events DETACH PARTITION ${sql.table(sealed.name)}`.execute(trx);
+      await sql`ALTER TABLE session_events ATTACH PARTITION forged_partition ${sql.raw(sealed.bound)}`.execute(trx);
+    });
+    expect((await verifyEventChain(testDb.db)).problems).toEqual([
+      { sessionId: 'forged', seq: 1, problem: 'its hash is not that of its stored text and the hash before it: the event was changed, moved or inserted' },
+    ]);
+    expect((await verifyLogAgainstDigest(testDb.db, digest)).map(({ sessionId, seq }) => [sessionId, seq])).toEqual([['forged', 1]]);
   });
 
   it("keeps the table's privileges, views and the projector's folds as they were", async (context) => {
