@@ -5,7 +5,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chainStart, eventHash } from '../../src/integrity/event-chain.js';
-import { makeDigest, readDigestBody } from '../../src/integrity/digest.js';
+import { digestText, makeDigest, readDigestBody } from '../../src/integrity/digest.js';
 import { verifyEventChain } from '../../src/integrity/verify-event-chain.js';
 import { verifyLogAgainstDigest } from '../../src/integrity/verify-digest.js';
 import { encodeEventText } from '../../src/store/encode-event.js';
@@ -161,6 +161,13 @@ describe('the hash chain of each session', () => {
       ['tail-gone', 4],
     ]);
     expect(againstDigest.find((problem) => problem.sessionId === 'tail-gone')?.problem).toMatch(/ends at seq 3, but the digest covers it up to seq 5/);
+    // The same through the CLI, as an auditor runs it: every session named, exit 1.
+    const file = join(tempFolder(), 'digest.json');
+    writeFileSync(file, digestText(digest));
+    const cli = await runCliInProcess(['verify', '--digest', file], { env: { DATABASE_URL: testDb.url } });
+    expect(cli.code).toBe(1);
+    for (const problem of againstDigest) expect(cli.stdout).toContain(`  session ${JSON.stringify(problem.sessionId)}: seq ${problem.seq}: ${problem.problem}\n`);
+    expect(cli.stdout).not.toContain('"untouched"');
     expect(againstDigest.find((problem) => problem.sessionId === 'backdated')?.problem).toMatch(/inserted into the past/);
   });
 
