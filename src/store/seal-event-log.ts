@@ -289,6 +289,9 @@ async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise
       `CREATE TRIGGER session_events_sealed_unique AFTER INSERT ON session_events REFERENCING NEW TABLE AS appended FOR EACH STATEMENT EXECUTE FUNCTION os_audit_refuse_sealed_duplicates()`,
     );
     for (const grant of facts.grants) await run(grant);
+    // A partition now: written only through session_events, whose statement checks (contiguity,
+    // heads) an INSERT into the partition itself would pass by.
+    for (const grantee of new Set(facts.grants.map((grant) => / TO (.+)$/.exec(grant)![1]!))) await run(`REVOKE ALL ON ${rowStore} FROM ${grantee}`);
     for (const view of facts.views) {
       const { rows } = await sql<{ definition: string }>`SELECT pg_get_viewdef(${view}::regclass) AS definition`.execute(trx);
       await run(`CREATE OR REPLACE VIEW ${view} AS ${rows[0]!.definition.replaceAll(rowStore, 'session_events')}`);

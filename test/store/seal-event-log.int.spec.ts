@@ -145,6 +145,17 @@ describe.skipIf(onCitus)('os-audit seal', () => {
     expect(await new EventStore(testDb.db).append('a', [pageIn(4)])).toEqual([3]);
   });
 
+  it("leaves no role a way into the row store's partition past session_events's checks", async (context) => {
+    if (!(await serverHasColumnar())) context.skip();
+    await new EventStore(testDb.db).append('a', [pageIn(1)]);
+    // Nothing folded: the first seal makes the row store a partition and seals nothing.
+    expect(await sealEventLog(testDb.db)).toMatchObject({ partitioned: true });
+    const { rows } = await sql<{ name: string; grants: string | null }>`
+      SELECT relname::text AS name, relacl::text AS grants FROM pg_class WHERE oid = 'session_events_heap_start'::regclass`.execute(testDb.db);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.grants ?? '').not.toMatch(/os_audit_(writer|reader|projector)/);
+  });
+
   it('keeps the hash chain: a log nobody touched verifies clean after a seal and a rebuild; a sealed partition rewritten shows', async (context) => {
     if (!(await serverHasColumnar())) context.skip();
     const store = new EventStore(testDb.db);
@@ -153,6 +164,11 @@ describe.skipIf(onCitus)('os-audit seal', () => {
     await store.append('after', [pageIn(1)]);
     await foldAll(testDb.db);
     expect(await sealEventLog(testDb.db)).toMatchObject({ sealedEvents: 6 });
+    // Writers reach the partitions only through session_events and its checks.
+    const { rows: reachable } = await sql<{ name: string }>`
+      SELECT p.name FROM unnest(${(await partitions(testDb.db)).map((partition) => partition.name)}::text[]) AS p(name)
+      WHERE has_table_privilege('os_audit_writer', p.name, 'INSERT') OR has_table_privilege('os_audit_writer', p.name, 'SELECT')`.execute(testDb.db);
+    expect(reachable).toEqual([]);
     await store.append('kept', [pageIn(4)]);
     await rebuildProjection(testDb.db, osSnapshotProjection);
     expect(await verifyEventChain(testDb.db)).toMatchObject({ sessions: 3, events: 8, problems: [] });
