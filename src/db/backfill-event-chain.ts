@@ -63,7 +63,9 @@ export async function backfillEventChain(db: Kysely<DB>, options: ChainBackfillO
     progress.chainedSessions += ids.length;
     options.onProgress?.({ ...progress });
   }
-  await sql`UPDATE event_chain_backfill SET completed_at = now() WHERE NOT EXISTS (SELECT FROM sessions WHERE head_hash IS NULL)`.execute(db);
+  // Asked apart from the UPDATE: Citus cannot plan a local table's UPDATE over a distributed one.
+  const { rows: left } = await sql<{ unchained: boolean }>`SELECT EXISTS (SELECT 1 FROM sessions WHERE head_hash IS NULL LIMIT 1) AS unchained`.execute(db);
+  if (!left[0]!.unchained) await sql`UPDATE event_chain_backfill SET completed_at = now()`.execute(db);
   return progress;
 }
 
@@ -101,7 +103,12 @@ async function chainSessions(trx: Kysely<DB>, ids: string[], distributed: boolea
     // citus_columnar's own scan cannot be part of an UPDATE: the heads' below reads sealed events.
     await sql.raw(`SET LOCAL ${SEALED_EVENTS_BY_INDEX}`).execute(trx);
   }
-  await sql`SELECT session_id FROM sessions WHERE session_id = ANY(${ids}::text[]) AND head_hash IS NULL ORDER BY session_id FOR UPDATE`.execute(trx);
+  if (distributed) {
+    // Citus locks rows only in a query that names one session.
+    for (const id of ids) await sql`SELECT session_id FROM sessions WHERE session_id = ${id} AND head_hash IS NULL FOR UPDATE`.execute(trx);
+  } else {
+    await sql`SELECT session_id FROM sessions WHERE session_id = ANY(${ids}::text[]) AND head_hash IS NULL ORDER BY session_id FOR UPDATE`.execute(trx);
+  }
   // On Citus the triggers that read it fire on the workers.
   if (distributed) await sql`SET LOCAL citus.propagate_set_commands = 'local'`.execute(trx);
   await sql`SET LOCAL os_audit.backfilling_chain = on`.execute(trx);
@@ -110,11 +117,12 @@ async function chainSessions(trx: Kysely<DB>, ids: string[], distributed: boolea
   // Only the heap partition: a columnar one fails an UPDATE's plan, even one that finds no row there.
   const heapFrom = distributed ? null : ((await readEventLogLayout(trx)).hot?.from ?? null);
   let updated = 0;
-  const groups = distributed ? groupBySession(rows) : [rows];
+  // On Citus a list of rows joined in an UPDATE is planned on one shard only as VALUES naming one session (at most 10,000 rows each).
+  const groups = distributed ? groupBySession(rows).flatMap((group) => chunks(group, 10_000)) : [rows];
   for (const group of groups) {
     const result = await sql`
       UPDATE session_events AS e SET hash = c.hash
-      FROM unnest(${group.map((row) => row.session_id)}::text[], ${group.map((row) => row.seq)}::bigint[], ${group.map((row) => row.hash)}::bytea[])
+      FROM ${distributed ? sql`(VALUES ${sql.join(group.map((row) => sql`(${row.session_id}::text, ${row.seq}::bigint, ${row.hash}::bytea)`))})` : sql`unnest(${group.map((row) => row.session_id)}::text[], ${group.map((row) => row.seq)}::bigint[], ${group.map((row) => row.hash)}::bytea[])`}
         AS c(session_id, seq, hash)
       WHERE e.session_id = c.session_id AND e.seq = c.seq${distributed ? sql` AND e.session_id = ${group[0]!.session_id}` : sql``}${
         heapFrom === null ? sql`` : sql` AND e.transaction_id >= ${sql.lit(heapFrom)}::xid8`
@@ -130,6 +138,10 @@ async function chainSessions(trx: Kysely<DB>, ids: string[], distributed: boolea
     FROM session_events AS e
     WHERE s.session_id = ANY(${ids}::text[]) AND e.session_id = s.session_id AND e.seq = s.last_seq`.execute(trx);
   return rows.length;
+}
+
+function chunks<Row>(rows: Row[], size: number): Row[][] {
+  return Array.from({ length: Math.ceil(rows.length / size) }, (_, i) => rows.slice(i * size, (i + 1) * size));
 }
 
 /** On Citus an UPDATE joined with a list reaches one shard only when it names one session. */
