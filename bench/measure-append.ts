@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { storeIsDistributed } from '../src/db/distributed-store.js';
 import { openDatabase } from '../src/db/open-database.js';
+import type { DB } from '../src/db/schema.js';
 import { importLogs } from '../src/import/import-logs.js';
 import { EventStore } from '../src/store/event-store.js';
 import { otherLoad } from './other-load.js';
@@ -81,17 +82,25 @@ export interface AppendSample {
   clientCpuSeconds: number | null;
 }
 
-export type AppendMethod =
+export type AppendMethod = (
   | { type: 'copy' }
   | { type: 'api'; batch: number; writers: number }
   | { type: 'import'; directory: string }
   /** `os-audit import PATH` run by `cliEntry`, timed from spawn to exit; `label` says which way (in the figure's name). */
-  | { type: 'import-cli'; path: string; cliEntry: string; label: string };
+  | { type: 'import-cli'; path: string; cliEntry: string; label: string }
+) & {
+  /** Into a database whose hash chain is off (see {@link disableChain}), for the same method's figure without it. */
+  withoutChain?: true;
+};
 
 /** A new migrated database to append into (on one server, or on a Citus cluster), dropped after each sample. */
 export type NewDatabase = () => Promise<ScratchDatabase>;
 
 export function methodName(method: AppendMethod): string {
+  return method.withoutChain ? `${baseMethodName(method)}, without the hash chain` : baseMethodName(method);
+}
+
+function baseMethodName(method: AppendMethod): string {
   switch (method.type) {
     case 'copy':
       return 'COPY limit';
@@ -112,6 +121,7 @@ export async function measureAppend(newDatabase: NewDatabase, corpus: AppendCorp
   const scratch = await newDatabase();
   otherLoad.addDatabase(scratch.name);
   try {
+    if (method.withoutChain) await disableChain(scratch.db);
     const { seconds, cpuSeconds } = await timeMethod(scratch, corpus, method);
     const table = method.type === 'copy' ? 'bench_copy_target' : 'session_events';
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(scratch.db);
@@ -120,6 +130,16 @@ export async function measureAppend(newDatabase: NewDatabase, corpus: AppendCorp
   } finally {
     await scratch.drop();
   }
+}
+
+/**
+ * Turns the hash chain off in a bench database, for the figures without it: the row trigger
+ * that hashes each event (and checks its turn and exact text), the statement trigger that moves
+ * the heads' hashes, and the check of a head's hash. Everything else stays as migrated.
+ */
+export async function disableChain(db: Kysely<DB>): Promise<void> {
+  await sql`ALTER TABLE session_events DISABLE TRIGGER session_events_chain, DISABLE TRIGGER session_events_set_head_hashes`.execute(db);
+  await sql`ALTER TABLE sessions DISABLE TRIGGER sessions_head_hash_of_last_event`.execute(db);
 }
 
 interface Timing {
@@ -138,7 +158,7 @@ async function timed(work: () => Promise<unknown>): Promise<Timing> {
 }
 
 /** Wall time of a CLI run (`node dist/src/cli/main.js ARGS`) from spawn to exit; its output on failure. */
-async function timedCli(cliEntry: string, args: readonly string[], url: string): Promise<Timing & { cpuSeconds: null }> {
+export async function timedCli(cliEntry: string, args: readonly string[], url: string): Promise<Timing & { cpuSeconds: null }> {
   const started = performance.now();
   const child = spawn(process.execPath, [cliEntry, ...args], { env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

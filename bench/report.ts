@@ -3,16 +3,17 @@ import path from 'node:path';
 import { builtInProjections } from '../projections/index.js';
 import type { DiskSize, SmallEventsDiskSize } from './disk-size.js';
 import { describeEnvironmentLines, type Environment } from './environment.js';
-import type { AppendFigures, AppendMethod } from './measure-append.js';
+import { type AppendFigures, type AppendMethod, methodName } from './measure-append.js';
 import type { CatchUpFigures } from './measure-catch-up.js';
 import type { CliLatencyFigures } from './measure-cli-latency.js';
+import type { BackfillFigures, DigestFigures, VerifyFigures } from './measure-integrity.js';
 import type { LiveCeiling, LiveFigures } from './measure-live.js';
 import type { LargeQueryFigures, QueryFigures } from './measure-query.js';
 import type { CitusFigures } from './measure-citus.js';
 import type { ScalingPoint } from './measure-scaling.js';
 import { citusMarkdown } from './report-citus.js';
 import { alignedTable, markdownTable } from './tables.js';
-import { evs, gib, int, mib, ms, msWithin } from './format.js';
+import { evs, gib, int, mib, ms, msWithin, secs } from './format.js';
 
 /** The projections the catch-up folds, as the report names them. */
 const projectionNames = builtInProjections.map((projection) => projection.name).join(', ');
@@ -44,6 +45,8 @@ export interface BenchResults {
   cliLatency: CliLatencyFigures;
   /** With `--citus`: the same measurements on a local Citus cluster. */
   citus?: CitusFigures;
+  /** The hash chain's verify, digest and backfill (runs before 2026-12-07 lack them). */
+  integrity?: { verify: VerifyFigures; digest: DigestFigures; backfill: BackfillFigures };
   figures: FigureRow[];
 }
 
@@ -69,6 +72,12 @@ const TARGETS = {
   queryP99Ms: 1,
   diskRatio: 0.6,
   smallEventsDiskRatio: 1.5,
+  // Issue 33's, of the hash chain: appends with it against without it, verify against sha256sum
+  // over the same bytes, a digest of 100,000 sessions, the backfill of 1M events.
+  chainRatio: 0.9,
+  verifyRatio: 0.5,
+  digestSeconds: 5,
+  backfillSeconds: 60,
 };
 
 /**
@@ -78,6 +87,7 @@ const TARGETS = {
  */
 function appendTargeted(method: AppendMethod, largeImport: AppendFigures | undefined): boolean {
   const folderImport = method.type === 'import-cli' && !method.path.endsWith('.jsonl');
+  if (method.withoutChain) return false;
   return (method.type === 'api' && method.batch === 100 && method.writers > 1) || (folderImport && largeImport === undefined);
 }
 
@@ -101,9 +111,63 @@ function copyRatioRows(figures: AppendFigures, limitFigure: string, targeted: (m
   return rows;
 }
 
+/** Each method measured with and without the hash chain (alternated in each run): the first against the second. */
+function chainRatioRows(figures: AppendFigures): FigureRow[] {
+  return figures.methods
+    .filter((m) => m.method.withoutChain)
+    .map((without) => {
+      const chained = figures.methods.find((m) => !m.method.withoutChain && methodName({ ...m.method, withoutChain: true }) === without.name)!;
+      const ratio = chained.medianEventsPerSecond / without.medianEventsPerSecond;
+      return {
+        figure: `${chained.name}: with the hash chain against without it (${int(figures.corpus.events)} events)`,
+        value: evs(chained.medianEventsPerSecond),
+        limit: `without ${evs(without.medianEventsPerSecond)}`,
+        ratio: `${ratio.toFixed(2)}×`,
+        target: `≥ ${TARGETS.chainRatio}× without`,
+        holds: ratio >= TARGETS.chainRatio,
+      };
+    });
+}
+
+/** The chain's verify against sha256sum over the same texts, a digest, and the backfill, each against its target. */
+function integrityRows(integrity: NonNullable<BenchResults['integrity']>): FigureRow[] {
+  const { verify, digest, backfill } = integrity;
+  const verifyRatio = verify.medianSha256sumSeconds / verify.medianVerifySeconds;
+  return [
+    {
+      figure: `verify: the hash chain of ${int(verify.events)} events (verifyEventChain), against sha256sum over their stored texts (${mib(verify.textBytes)})`,
+      value: secs(verify.medianVerifySeconds),
+      limit: `sha256sum ${secs(verify.medianSha256sumSeconds)}`,
+      ratio: `${verifyRatio.toFixed(2)}×`,
+      target: `≥ ${TARGETS.verifyRatio}× sha256sum`,
+      holds: verifyRatio >= TARGETS.verifyRatio,
+    },
+    {
+      figure: `digest: os-audit digest over ${int(digest.sessions)} sessions (the bin, start-up included)`,
+      value: secs(digest.medianSeconds),
+      limit: '—',
+      ratio: '—',
+      target: `≤ ${TARGETS.digestSeconds} s`,
+      holds: digest.medianSeconds <= TARGETS.digestSeconds,
+    },
+    {
+      figure: `backfill: the hash chain of ${int(backfill.events)} events stored before it (backfillEventChain, after the migrations from 0016-sealed-history on)`,
+      value: `${secs(backfill.seconds)} (${evs(backfill.events / backfill.seconds)})`,
+      limit: '—',
+      ratio: '—',
+      target: `≤ ${TARGETS.backfillSeconds} s`,
+      holds: backfill.seconds <= TARGETS.backfillSeconds,
+    },
+  ];
+}
+
 export function figureRows(r: Omit<BenchResults, 'figures' | 'totalSeconds' | 'phaseSeconds' | 'otherLoadPercent'>): FigureRow[] {
   const rows: FigureRow[] = copyRatioRows(r.append, 'append limit: raw COPY into an identical table', (method) => appendTargeted(method, r.largeImport));
-  if (r.largeImport !== undefined) rows.push(...copyRatioRows(r.largeImport, 'import limit: raw COPY of the same rows into an identical table', () => true));
+  rows.push(...chainRatioRows(r.append));
+  if (r.largeImport !== undefined) {
+    rows.push(...copyRatioRows(r.largeImport, 'import limit: raw COPY of the same rows into an identical table', (method) => !method.withoutChain));
+    rows.push(...chainRatioRows(r.largeImport));
+  }
   const c = r.catchUp;
   const catchUpRatio = c.medianEventsPerSecond / c.medianLimitEventsPerSecond;
   rows.push({
@@ -197,6 +261,7 @@ export function figureRows(r: Omit<BenchResults, 'figures' | 'totalSeconds' | 'p
     ...diskRows(r.disk, `size on disk per million events`, `session_events table + indexes, sessions; bodies of ${int(Number(r.corpus.meanBytes))} bytes on average`, TARGETS.diskRatio),
     ...diskRows(small, `the same for ${int(small.events)} small events`, `bodies of ${int(small.meanBodyBytes)} bytes on average`, TARGETS.smallEventsDiskRatio),
   );
+  if (r.integrity !== undefined) rows.push(...integrityRows(r.integrity));
   return rows;
 }
 
@@ -363,6 +428,7 @@ export function writeMarkdown(file: string, r: BenchResults, spread?: BenchResul
     `- **Live ceiling**: the same measurement, with batches of 100 (8 writers in the benchmark's one Node process reach about 9,000 events/s with batches of 10 on this machine, which would measure the writers), one window of 5 s per rate, at ${r.liveCeiling.steps.length > 0 ? 'rates of ' : ''}${r.liveCeiling.steps.map((step) => int(step.askedEventsPerSecond)).join(', ')} events/s in turn until one does not hold: the writers fall below 95% of it, an append is not seen, or p99 passes ${r.liveCeiling.p99BoundMs} ms. Each live measurement starts from a settled database (\`VACUUM ANALYZE\`, then \`CHECKPOINT\`): the catch-up runs before it emptied and refilled the snapshot tables, which autovacuum would otherwise vacuum and analyze during the windows.`,
     '- **Size on disk**: `pg_table_size` + `pg_indexes_size` of `session_events` (of each of its partitions, once sealed) plus `pg_total_relation_size` of `sessions`, per million events, after loading the catch-up corpus; its limit is the UTF-8 bytes of the events\' JSON as written (the bodies alone, no session ids or seqs), per million events. Then, after the catch-up and where the server has `citus_columnar`, one more event is appended and every projection folds it (the corpus is loaded in transactions of 100,000 events, and a seal leaves the transaction of the projections\' checkpoint unsealed), `sealEventLog` (what `os-audit seal` runs) moves what the projections have folded, the whole corpus, into a columnar partition, and the same sizes are taken again: that figure carries the target. The live and query figures are then taken on the sealed log (live appends go to the heap partition after it, which the daemon reads). **Small events**: the same, for 200,000 events generated as the corpus is with bodies of 130–230 bytes (a kind whose fields alone are longer keeps them), loaded the same way into a database of their own, and sealed likewise (folded by every projection in this process first).',
     `- **Import DIR**: \`node dist/cli/os-audit.cjs import DIR\` (the package's bin, as users run it) on the append corpus's folder of session files, timed from spawn to exit, start-up included, each sample on a new migrated database; the limit is the same COPY as the other append figures.${r.largeImport === undefined ? '' : ` The target (issue 17: the bin, start-up included, 1M events) is measured on a folder of ${int(r.largeImport.corpus.events)} events as large as the catch-up corpus: ${int(r.largeImport.corpus.sessions)} session files of ${int(r.largeImport.corpus.sessionLength)} events from the append corpus's generator (its first ${int(r.append.corpus.sessions)} sessions are the append corpus), against a COPY of the same rows, each run's samples on new databases as above. On the append corpus's folder, a tenth of the events, the bin's start-up weighs ten times as much.`}`,
+    ...(r.integrity === undefined ? [] : [integrityMethod(r.integrity)]),
     '',
     '## Phase timings of this run',
     '',
@@ -372,6 +438,16 @@ export function writeMarkdown(file: string, r: BenchResults, spread?: BenchResul
     '',
   );
   writeFileSync(file, lines.join('\n'));
+}
+
+/** How the hash chain's figures are taken, for BENCHMARKS.md. */
+function integrityMethod({ verify, digest, backfill }: NonNullable<BenchResults['integrity']>): string {
+  return (
+    "- **Hash chain**: with and without it, the append API (batches of 100, 8 writers) and the bin's import DIR, each in the same runs as the figures above, the two one after the other in each run; without it, each sample's new database has the chain's three triggers disabled (`session_events_chain`, `session_events_set_head_hashes`, `sessions_head_hash_of_last_event`). " +
+    `**Verify**: \`verifyEventChain\` over the catch-up database (${int(verify.events)} events, ${int(verify.sessions)} sessions) after the catch-up, before the seal, in this process; each run followed by \`sha256sum\` over a file of the same events' stored texts (\`coalesce(payload_text, payload::text)\`, what the chain hashes, a line each as COPY writes them: ${mib(verify.textBytes)}), timed from spawn to exit; the ratio is sha256sum's time over verify's. ` +
+    `**Digest**: \`os-audit digest --out FILE\` (the bin, start-up included) on a database of its own holding ${int(digest.sessions)} sessions of ${plural(Math.round(digest.events / digest.sessions), 'small event')}, loaded as the catch-up corpus is. ` +
+    `**Backfill**: the catch-up corpus's ${int(backfill.events)} events loaded the same way into a database migrated to 0016-sealed-history, the last migration before the chain; then the later migrations (${secs(backfill.migrateSeconds)}) and \`backfillEventChain\` (what \`os-audit migrate\` runs after them), timed alone, once.`
+  );
 }
 
 function plural(n: number, word: string): string {

@@ -3,11 +3,13 @@
  * measures in one run, each as a median of `--runs`: appends (API, import) against raw COPY,
  * the CLI's import of a folder of as many events as the catch-up corpus against COPY,
  * catch-up projection against the set-based SQL limit, live commit-to-visible latency, the
- * snapshot query, the daemon's peak RSS, and the size on disk; `--scaling` adds the catch-up
- * curve at 100k, 1M and 5M events; `--citus` then the appends and the catch-up again on a local
- * Citus cluster (a coordinator and two workers), beside the single server's figures; and the
- * CLI's latency (`--only cli-latency` measures that alone). Prints a table, writes JSON, and with
- * `--markdown` BENCHMARKS.md (with `--only cli-latency`, its "CLI latency" section alone).
+ * snapshot query, the daemon's peak RSS, the size on disk, and the hash chain's cost (appends
+ * and import with it against without it, verify against sha256sum, a digest, the backfill);
+ * `--scaling` adds the catch-up curve at 100k, 1M and 5M events; `--citus` then the appends and
+ * the catch-up again on a local Citus cluster (a coordinator and two workers), beside the single
+ * server's figures; and the CLI's latency (`--only cli-latency` measures that alone). Prints a
+ * table, writes JSON, and with `--markdown` BENCHMARKS.md (with `--only cli-latency`, its "CLI
+ * latency" section alone).
  *
  * PostgreSQL: `DATABASE_URL` (a superuser connection; the benchmark creates and drops its own
  * databases there), else a container (testcontainers), else an embedded server.
@@ -28,6 +30,7 @@ import { type AppendMethod, makeAppendCorpus, measureAppends, writeImportDirecto
 import { measureCatchUp } from './measure-catch-up.js';
 import { CITUS_WORKERS, measureCitus } from './measure-citus.js';
 import { type CliLatencyFigures, measureCliLatency } from './measure-cli-latency.js';
+import { measureBackfill, measureDigest, measureVerify } from './measure-integrity.js';
 import { measureLive, measureLiveCeiling } from './measure-live.js';
 import { type GrowOptions, growSnapshotTables, measureQuery, type QueryFigures, snapshotTablesSize } from './measure-query.js';
 import { measureScaling } from './measure-scaling.js';
@@ -54,6 +57,9 @@ const SMALL_EVENTS = 200_000;
 /** The rates tried for the live ceiling, in turn until one does not hold (batches of 100, 8 writers). */
 const LIVE_CEILING_RATES = [5_000, 10_000, 20_000, 25_000, 30_000, 40_000, 60_000];
 const LIVE_CEILING_P99_MS = 100;
+/** Sessions that the digest figure covers (issue 33: ≤ 5 s for 100,000); a digest reads their heads, not their events. */
+const DIGEST_SESSIONS = 100_000;
+const DIGEST_SESSION_LENGTH = 1;
 const SCALING_SIZES = [100_000, 1_000_000, 5_000_000];
 /** Runs of each command of the CLI-latency figure; npx's are slow and only for comparison. */
 const CLI_LATENCY_RUNS = 50;
@@ -65,7 +71,7 @@ const CLI_LATENCY_PHASE = "cli latency: os-audit snapshot S against node -e '' p
 const USAGE = `usage: npm run bench -- [options]
 
   --events N        catch-up corpus size (default 1000000); appends use about N/10, the
-                    import DIR target N
+                    import DIR target, the hash chain's verify and its backfill N
   --runs K          runs per figure, the median is reported (default 3)
   --scaling         also the catch-up curve at 100k, 1M and 5M events, and the query among
                     10M sessions (long)
@@ -260,6 +266,7 @@ async function main(): Promise<void> {
         { type: 'copy' },
         { type: 'api', batch: 100, writers: 1 },
         { type: 'api', batch: 100, writers: APPEND_WRITERS },
+        { type: 'api', batch: 100, writers: APPEND_WRITERS, withoutChain: true },
         { type: 'api', batch: 1000, writers: 1 },
         { type: 'api', batch: 1000, writers: APPEND_WRITERS },
         ...importMethods,
@@ -274,7 +281,8 @@ async function main(): Promise<void> {
       log(`   corpus: ${corpus.stats.describe()}; ${corpus.sessions.length} sessions of ${APPEND_SESSION_LENGTH} events`);
       writeImportDirectory(corpus, largeImportDirectory);
       try {
-        const methods: AppendMethod[] = [{ type: 'copy' }, { type: 'import-cli', path: largeImportDirectory, cliEntry: binEntry, label: `os-audit import DIR of ${int(corpus.events)} events, the bin` }];
+        const bin: AppendMethod = { type: 'import-cli', path: largeImportDirectory, cliEntry: binEntry, label: `os-audit import DIR of ${int(corpus.events)} events, the bin` };
+        const methods: AppendMethod[] = [{ type: 'copy' }, bin, { ...bin, withoutChain: true }];
         return await measureAppends(() => createScratchDatabase(server.adminUrl), corpus, methods, options.runs, log);
       } finally {
         rmSync(largeImportDirectory, { recursive: true, force: true });
@@ -304,6 +312,10 @@ async function main(): Promise<void> {
 
       const catchUp = await phase('catch-up: os-audit project --once against the set-based SQL limit', () =>
         measureCatchUp(database.url, database.db, options.events, options.runs, cliEntry, log),
+      );
+
+      const verify = await phase(`integrity: verify the hash chain of ${int(options.events)} events against sha256sum over their texts`, () =>
+        measureVerify(database.db, database.url, options.runs, log),
       );
 
       // What every projection has folded (all of it, after the catch-up) is sealed: the live and query figures follow on the sealed log.
@@ -351,6 +363,12 @@ async function main(): Promise<void> {
           }))
         : undefined;
       await dropDatabase();
+      const digest = await phase(`integrity: os-audit digest over ${int(DIGEST_SESSIONS)} sessions`, () =>
+        measureDigest(server.adminUrl, { seed: `${SEED}/digest`, sessions: DIGEST_SESSIONS, sessionLength: DIGEST_SESSION_LENGTH, runs: options.runs, bin: binEntry }, log),
+      );
+      const backfill = await phase(`integrity: the hash chain's backfill over ${int(options.events)} events stored before it`, () =>
+        measureBackfill(server.adminUrl, `${SEED}/catch-up`, options.events, log),
+      );
       const cli = await cliLatency();
 
       const scaling = options.scaling
@@ -392,6 +410,7 @@ async function main(): Promise<void> {
         query,
         ...(largeQuery ? { largeQuery } : {}),
         cliLatency: cli,
+        integrity: { verify, digest, backfill },
         ...(scaling ? { scaling } : {}),
         ...(citus ? { citus } : {}),
       };
