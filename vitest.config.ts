@@ -36,8 +36,9 @@ export default defineConfig({
               test: {
                 name: 'citus-suites',
                 include: ['test/{store,import,projector,session-log}/**/*.int.spec.ts'],
-                // Each batch on the cluster is a dozen distributed statements, not one: the property tests take longer.
-                testTimeout: 300_000,
+                // Each batch on the cluster is a dozen distributed statements, not one, and each event's
+                // hash is chained on its shard by dynamic SQL: the property tests take longer.
+                testTimeout: 600_000,
                 globalSetup: ['test/support/citus-global-setup.ts'],
               },
             },
