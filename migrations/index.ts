@@ -17,6 +17,7 @@ import * as plannedOnceLogCheck from './0015-planned-once-log-check.js';
 import * as sealedHistory from './0016-sealed-history.js';
 import * as eventChain from './0017-event-chain.js';
 import * as kernelJournalGrants from './0018-kernel-journal-grants.js';
+import * as turnReadInOnePass from './0019-turn-read-in-one-pass.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0016-sealed-history': sealedHistory,
   '0017-event-chain': eventChain,
   '0018-kernel-journal-grants': kernelJournalGrants,
+  '0019-turn-read-in-one-pass': turnReadInOnePass,
 };

@@ -100,6 +100,14 @@ describe('the hash chain of each session', () => {
     await expect(sql`UPDATE sessions SET head_hash = '\\x00' WHERE session_id = 'own-hash'`.execute(testDb.db)).rejects.toThrow(/column head_hash is not the hash of its last stored event/);
   });
 
+  it('reads the turn the encoder reads, however it is written', async () => {
+    const written = ['0', '1', '4294967295', '4294967296', '12345678901', '-1', '-0', '1.0', '1e2', '"1"', 'true', 'null', '[1]', '{"turn":1}', ' 7 '];
+    const texts = [...written.map((turn) => `{"kind":"x","turn":${turn}}`), '{"kind":"x"}'];
+    const { rows } = await sql<{ turn: string | null }>`
+      SELECT os_audit_turn_as_written(text::json)::text AS turn FROM unnest(${texts}::text[]) WITH ORDINALITY AS t(text, n) ORDER BY n`.execute(testDb.db);
+    expect(rows.map((row) => (row.turn === null ? null : Number(row.turn)))).toEqual(texts.map((text) => encodeEventText(text, {}).turn));
+  });
+
   it('names the rows stored before the chain that disagree with their event, once migrated', async () => {
     const scratch = await createTestDatabase({ migrate: false });
     try {
