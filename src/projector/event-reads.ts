@@ -244,7 +244,10 @@ export function readFieldsSql(reads: EventReads, event: StoredEventSql): RawBuil
  * ```
  */
 export function rawFieldsSql(reads: EventReads, { kind, payload }: StoredEventSql): RawBuilder<unknown> {
-  const columns = sql.join(fieldNames(reads).map((name) => sql`${sql.id(name)} json`));
+  const names = fieldNames(reads);
+  // Kinds read for themselves alone: a record of no field still needs a column to be declared.
+  if (names.length === 0) return sql`json_to_record('{}') AS r(os_audit_no_field json)`;
+  const columns = sql.join(names.map((name) => sql`${sql.id(name)} json`));
   // The kind gates the parse inside the call: a condition beside it, the planner would check
   // only after parsing.
   return sql`json_to_record(CASE WHEN ${kind} IN (${readKindsSql(reads)}) THEN ${payload} END) AS r(${columns})`;
@@ -272,7 +275,7 @@ export function readFieldColumnsSql(reads: EventReads, { kind, standIn }: Stored
     const cases = readers.map((k) => sql`WHEN ${sql.lit(k)} THEN ${fieldValueSql(reads[k]![name]!, field(name))}`);
     return sql`CASE ${kind} ${sql.join(cases, sql` `)} END AS ${sql.id(name)}`;
   });
-  return sql`CASE ${kind} ${sql.join(problems, sql` `)} END AS problem, ${sql.join(values)}`;
+  return sql`CASE ${kind} ${sql.join(problems, sql` `)} END AS problem${sql.join(values.map((value) => sql`, ${value}`), sql``)}`;
 }
 
 /**

@@ -14,6 +14,7 @@ import { EventStore } from '../../src/store/event-store.js';
 import { wholeLogStatements } from '../../bench/citus-limit.js';
 import { arbitraryShapedLog } from '../support/arbitrary-shapes.js';
 import { gatedToolsProjection } from '../support/gated-tools-projection.js';
+import { kindCountsProjection } from '../support/kind-counts-projection.js';
 import { onCitus, useTestDatabase } from '../support/test-database.js';
 
 /**
@@ -26,7 +27,7 @@ import { onCitus, useTestDatabase } from '../support/test-database.js';
  * all four); this proves the connections around it change nothing.
  */
 const testDb = useTestDatabase();
-const projections: readonly Projection[] = [...builtInProjections, gatedToolsProjection];
+const projections: readonly Projection[] = [...builtInProjections, gatedToolsProjection, kindCountsProjection];
 let anyKysely: Kysely<DB>;
 let run = 0;
 

@@ -27,6 +27,15 @@ describe('defineEventReads', () => {
   );
 });
 
+describe('kinds read without fields', () => {
+  it('read as kinds alone, in memory and in SQL', async () => {
+    const reads = defineEventReads({ suspended: {}, resumed: {} });
+    const events: JsonObject[] = [{ kind: 'suspended', turn: 'x' }, { kind: 'resumed' }, { kind: 'page_in' }];
+    expect(events.map((event) => readEvent(reads, event))).toEqual([{ problem: null, fields: {} }, { problem: null, fields: {} }, undefined]);
+    expect(await readInSql(reads, events)).toEqual([{ problem: null }, { problem: null }, { problem: null }]);
+  });
+});
+
 describe('readKindsSql', () => {
   it('lists the kinds the reads read, for kind IN (…)', async () => {
     const reads = defineEventReads({ resumed: { turn: field.u32() }, "it's": { turn: field.u32() } });

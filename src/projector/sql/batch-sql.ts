@@ -88,7 +88,8 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
   const heads = sql.table(projection.sessionHeads);
   const readKinds = readKindsSql(projection.reads);
   const [owner, epoch, ttlMs, limit, skipInvalid] = [sql`$1::text`, sql`$2::bigint`, sql`$3::bigint`, sql`$4::bigint`, sql`$5::boolean`];
-  const events = sql`(SELECT session_id, seq, kind, recorded_at, ${sql.join(fieldNames(projection.reads).map((field) => sql.id(field)))} FROM batch_folded WHERE kind IN (${readKinds}) AND problem IS NULL)`;
+  const fields = sql.join(fieldNames(projection.reads).map((field) => sql`, ${sql.id(field)}`), sql``);
+  const events = sql`(SELECT session_id, seq, kind, recorded_at${fields} FROM batch_folded WHERE kind IN (${readKinds}) AND problem IS NULL)`;
   return sql<BatchOutcome>`
     WITH batch_settings AS MATERIALIZED (
       SELECT set_config('synchronous_commit', 'off', true) AS synchronous_commit
