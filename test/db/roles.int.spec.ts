@@ -293,7 +293,8 @@ describe('least-privilege roles', () => {
           expect(rows[0]).toEqual({ reads: true, appends: true, projects: true });
         }
         const applied = await Promise.all(fresh.map((scratch) => migrateToLatest(scratch.db)));
-        for (const names of applied) expect(names.at(-1)).toBe(Object.keys(allMigrations(builtInProjections)).at(-1));
+        // The last in name order, as kysely's Migrator applies them (not the last key: projections' come after the engine's).
+        for (const names of applied) expect(names.at(-1)).toBe(Object.keys(allMigrations(builtInProjections)).sort().at(-1));
         for (const scratch of fresh) expect(await migrateToLatest(scratch.db)).toEqual([]);
       } finally {
         await Promise.all(fresh.map((scratch) => scratch.drop()));
