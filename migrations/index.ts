@@ -18,6 +18,7 @@ import * as sealedHistory from './0016-sealed-history.js';
 import * as eventChain from './0017-event-chain.js';
 import * as kernelJournalGrants from './0018-kernel-journal-grants.js';
 import * as turnReadInOnePass from './0019-turn-read-in-one-pass.js';
+import * as chainPredecessorWithoutHistory from './0020-chain-predecessor-without-history.js';
 
 /**
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   '0017-event-chain': eventChain,
   '0018-kernel-journal-grants': kernelJournalGrants,
   '0019-turn-read-in-one-pass': turnReadInOnePass,
+  '0020-chain-predecessor-without-history': chainPredecessorWithoutHistory,
 };
