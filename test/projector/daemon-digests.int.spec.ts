@@ -28,8 +28,9 @@ describe('the daemon writing digests', () => {
     await leader.waitForLog('digest', 30_000);
     await new EventStore(testDb.db).appendEncoded('daemon-digest', [encodeEventText('{"kind":"page_in","turn":2,"entry_count":2}', {})]);
     await expect.poll(() => readdirSync(digests).filter((name) => name.endsWith('.json')).length, { timeout: 30_000, interval: 200 }).toBeGreaterThanOrEqual(3);
-    await leader.stop('SIGTERM');
+    // The standby first: stopped after the leader, it would take the lease over and rightly write a digest.
     await standby.stop('SIGTERM');
+    await leader.stop('SIGTERM');
     expect(standby.logs.filter((record) => record.event === 'digest')).toEqual([]);
     const checks = await verifyDigests(testDb.db, digests, { publicKey: readPublicKey(readFileSync(`${key}.pub`, 'utf8'), `${key}.pub`), isFolder: true });
     expect(checks.length).toBeGreaterThanOrEqual(3);
