@@ -44,15 +44,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE FUNCTION os_audit_event_hash(previous bytea, seq bigint, stored_text text) RETURNS bytea
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ SELECT sha256(previous || int8send(seq) || convert_to(stored_text, 'UTF8')) $$`.execute(db);
-  // The encoder's rule (u32OrNull in src/store/encode-event.ts): an integer literal in 0..2^32-1.
-  await sql`
-    CREATE FUNCTION os_audit_turn_as_written(payload json) RETURNS bigint
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-      SELECT CASE WHEN json_typeof(t) = 'number' AND t::text ~ '^(0|[1-9][0-9]{0,9})$' AND t::text::bigint <= 4294967295
-                  THEN t::text::bigint END
-      FROM (SELECT payload -> 'turn' AS t) AS turn
-    $$`.execute(db);
+  await defineTurnAsWritten(db);
   // Recursion depth follows the event's nesting, which writers keep within MAX_JSON_DEPTH.
   await sql`
     CREATE FUNCTION os_audit_unwrapped_stand_in(value jsonb) RETURNS jsonb
@@ -149,38 +141,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       BEFORE UPDATE ON session_events
       FOR EACH ROW EXECUTE FUNCTION os_audit_fill_hash_only()`.execute(db);
 
-  await sql`
-    CREATE FUNCTION os_audit_chain_event() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    DECLARE
-      written_turn bigint := os_audit_turn_as_written(NEW.payload);
-      problem text;
-      previous bytea;
-    BEGIN
-      IF NEW.turn IS NULL THEN
-        NEW.turn := written_turn;
-      ELSIF NEW.turn IS DISTINCT FROM written_turn THEN
-        RAISE EXCEPTION 'session %: seq %: column turn (%) is not the event''s turn (%)', to_json(NEW.session_id), NEW.seq,
-          coalesce(NEW.turn::text, 'null'), coalesce(written_turn::text, 'none: no u32 integer turn')
-          USING ERRCODE = 'check_violation', COLUMN = 'turn', TABLE = 'session_events', CONSTRAINT = 'session_events_turn_as_written';
-      END IF;
-      IF NEW.payload_text IS NOT NULL THEN
-        problem := os_audit_exact_text_problem(NEW.payload, NEW.payload_text);
-        IF problem IS NOT NULL THEN
-          RAISE EXCEPTION 'session %: seq %: column payload_text %', to_json(NEW.session_id), NEW.seq, problem
-            USING ERRCODE = 'check_violation', COLUMN = 'payload_text', TABLE = 'session_events', CONSTRAINT = 'session_events_exact_text';
-        END IF;
-      END IF;
-      IF NEW.seq = 0 THEN
-        previous := os_audit_chain_start(NEW.session_id);
-      ELSE
-        ${distributed ? sql.raw(`EXECUTE format('SELECT hash FROM %s WHERE session_id = $1 AND seq = $2', TG_RELID::regclass)
-          INTO previous USING NEW.session_id, NEW.seq - 1;`) : sql.raw(`SELECT e.hash INTO previous FROM session_events AS e WHERE e.session_id = NEW.session_id AND e.seq = NEW.seq - 1;`)}
-      END IF;
-      NEW.hash := os_audit_event_hash(previous, NEW.seq, coalesce(NEW.payload_text, NEW.payload::text));
-      RETURN NEW;
-    END
-    $$`.execute(db);
+  await defineChainEvent(db, distributed ? DISTRIBUTED_PREDECESSOR : PREDECESSOR);
   await sql`
     CREATE TRIGGER session_events_chain
       BEFORE INSERT ON session_events
@@ -276,6 +237,62 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await defineHeadCheck(db, distributed, { withHash: true });
   await sql`REVOKE ALL ON FUNCTION os_audit_chain_heads() FROM PUBLIC`.execute(db);
   if (distributed) await sql`GRANT SELECT (hash) ON session_events TO os_audit_reader`.execute(db);
+}
+
+/** The row trigger's look-up of an event's predecessor hash into `previous` (0020 replaces it on one server). */
+export const PREDECESSOR = `SELECT e.hash INTO previous FROM session_events AS e WHERE e.session_id = NEW.session_id AND e.seq = NEW.seq - 1;`;
+/** The same on a Citus shard, where the trigger fires: in that shard. */
+const DISTRIBUTED_PREDECESSOR = `EXECUTE format('SELECT hash FROM %s WHERE session_id = $1 AND seq = $2', TG_RELID::regclass)
+          INTO previous USING NEW.session_id, NEW.seq - 1;`;
+
+/**
+ * The row trigger's function: it fills and checks the turn, checks payload_text, and hashes
+ * the event after the hash `predecessor` finds.
+ */
+export async function defineChainEvent(db: Kysely<unknown>, predecessor: string): Promise<void> {
+  await sql`
+    CREATE OR REPLACE FUNCTION os_audit_chain_event() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+      written_turn bigint := os_audit_turn_as_written(NEW.payload);
+      problem text;
+      previous bytea;
+    BEGIN
+      IF NEW.turn IS NULL THEN
+        NEW.turn := written_turn;
+      ELSIF NEW.turn IS DISTINCT FROM written_turn THEN
+        RAISE EXCEPTION 'session %: seq %: column turn (%) is not the event''s turn (%)', to_json(NEW.session_id), NEW.seq,
+          coalesce(NEW.turn::text, 'null'), coalesce(written_turn::text, 'none: no u32 integer turn')
+          USING ERRCODE = 'check_violation', COLUMN = 'turn', TABLE = 'session_events', CONSTRAINT = 'session_events_turn_as_written';
+      END IF;
+      IF NEW.payload_text IS NOT NULL THEN
+        problem := os_audit_exact_text_problem(NEW.payload, NEW.payload_text);
+        IF problem IS NOT NULL THEN
+          RAISE EXCEPTION 'session %: seq %: column payload_text %', to_json(NEW.session_id), NEW.seq, problem
+            USING ERRCODE = 'check_violation', COLUMN = 'payload_text', TABLE = 'session_events', CONSTRAINT = 'session_events_exact_text';
+        END IF;
+      END IF;
+      IF NEW.seq = 0 THEN
+        previous := os_audit_chain_start(NEW.session_id);
+      ELSE
+        ${sql.raw(predecessor)}
+      END IF;
+      NEW.hash := os_audit_event_hash(previous, NEW.seq, coalesce(NEW.payload_text, NEW.payload::text));
+      RETURN NEW;
+    END
+    $$`.execute(db);
+}
+
+/** The encoder's rule (u32OrNull in src/store/encode-event.ts): an integer literal in 0..2^32-1 (0019 reads it in one pass). */
+export async function defineTurnAsWritten(db: Kysely<unknown>): Promise<void> {
+  await sql`
+    CREATE OR REPLACE FUNCTION os_audit_turn_as_written(payload json) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+      SELECT CASE WHEN json_typeof(t) = 'number' AND t::text ~ '^(0|[1-9][0-9]{0,9})$' AND t::text::bigint <= 4294967295
+                  THEN t::text::bigint END
+      FROM (SELECT payload -> 'turn' AS t) AS turn
+    $$`.execute(db);
 }
 
 /**

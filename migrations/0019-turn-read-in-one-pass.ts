@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { storeIsDistributed } from '../src/db/distributed-store.js';
+import { defineTurnAsWritten } from './0017-event-chain.js';
 
 /**
  * 0017's `os_audit_turn_as_written`, which the chain's row trigger calls for every event
@@ -27,14 +28,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await onEveryNode(db);
-  await sql`
-    CREATE OR REPLACE FUNCTION os_audit_turn_as_written(payload json) RETURNS bigint
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-      SELECT CASE WHEN json_typeof(t) = 'number' AND t::text ~ '^(0|[1-9][0-9]{0,9})$' AND t::text::bigint <= 4294967295
-                  THEN t::text::bigint END
-      FROM (SELECT payload -> 'turn' AS t) AS turn
-    $$`.execute(db);
+  await defineTurnAsWritten(db);
 }
 
 /** On Citus, functions are replaced on every worker over connections of their own, as in 0017. */
