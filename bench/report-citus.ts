@@ -5,7 +5,7 @@ import { evs, int, mib, ratio } from './format.js';
 import type { AppendFigures } from './measure-append.js';
 import type { CatchUpFigures } from './measure-catch-up.js';
 import type { CitusFigures } from './measure-citus.js';
-import type { BenchResults } from './report.js';
+import type { BenchResults } from './bench-results.js';
 import { alignedTable, markdownTable } from './tables.js';
 
 /**

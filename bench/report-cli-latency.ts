@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { ms } from './format.js';
 import type { CliLatencyFigures } from './measure-cli-latency.js';
-import type { FigureRow } from './report.js';
+import type { FigureRow } from './bench-results.js';
 
 /** The target of the CLI's latency: within this many times Node's start plus one query's round trip. */
 export const CLI_LATENCY_TARGET = 1.5;

@@ -4,7 +4,7 @@ import { exactInteger } from '../db/exact-integer.js';
 import { type BatchConnection, undone } from './batch-connection.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
 import type { Projection } from './projection.js';
-import type { BatchOptions, BatchResult } from './run-batch.js';
+import type { BatchOptions, BatchResult } from './batch-result.js';
 import { type StoppedSession, versionProblem } from './sql/batch-sql.js';
 import { SESSION_BATCH_STATEMENTS, workBatchSql } from './sql/session-batch-sql.js';
 

@@ -5,7 +5,8 @@ import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import type { DB } from '../../src/db/schema.js';
 import { Lease, LeaseLostError } from '../../src/projector/lease.js';
-import { type BatchOptions, runBatch } from '../../src/projector/run-batch.js';
+import type { BatchOptions } from '../../src/projector/batch-result.js';
+import { runBatch } from '../../src/projector/run-batch.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector, waitForHorizon } from '../support/projector-harness.js';
