@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { encodeEventText } from '../src/store/encode-event.js';
+import { encodeEventText } from '../src/events/encode-event.js';
 
 /**
  * The log keeps every event as the runtime wrote it, and a session the snapshot cannot read

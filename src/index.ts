@@ -49,16 +49,18 @@ export {
 export { type DatabaseOptions, openDatabase } from './db/open-database.js';
 export { ConnectionLostError, isConnectionLoss } from './db/connection-loss.js';
 export { type ConnectionRetry, DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from './db/retry-on-connection-loss.js';
-export { MigrationError, migrateToLatest } from './db/migrate.js';
+export { MigrationError } from './db/migrate.js';
+export { type MigrateOptions, migrateToLatest } from './migrate-to-latest.js';
 export type { DB } from './db/schema.js';
 
 // The event store.
-export { type AppendOptions, EventStore, type EventStoreOptions, type ReadSessionOptions, type StoredEvent, type StoredEventText } from './store/event-store.js';
-export { type EncodedEvent, type EncodeOptions, encodeEventText, encodeEventValue, encodeSdkEvent } from './store/encode-event.js';
+export { type AppendOptions, EventStore, type EventStoreOptions } from './store/event-store.js';
+export type { ReadSessionOptions, StoredEvent, StoredEventText } from './stored-log/stored-event.js';
+export { type EncodedEvent, type EncodeOptions, encodeEventText, encodeEventValue, encodeSdkEvent } from './events/encode-event.js';
 export { ConcurrencyError } from './store/concurrency-error.js';
-export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_SESSION_ID_BYTES, type Limits } from './store/limits.js';
-export { type EventOrigin, InvalidEventError } from './store/invalid-event-error.js';
-export { CorruptEventError } from './store/corrupt-event-error.js';
+export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_SESSION_ID_BYTES, type Limits } from './events/limits.js';
+export { type EventOrigin, InvalidEventError } from './events/invalid-event-error.js';
+export { CorruptEventError } from './stored-log/corrupt-event-error.js';
 export { type EventLogLayout } from './store/sql/seal-sql.js';
 export { readEventLogLayout, type SealOptions, type SealReport, sealEventLog } from './store/seal-event-log.js';
 
@@ -97,7 +99,7 @@ export { type CorruptLog, type SnapshotMismatch, type VerifyReport, type VerifyS
 export { plannedOnceSnapshotView, type SnapshotViewParts } from './projector/planned-once-snapshot-view.js';
 // A projection's SQL is written with kysely's `sql` tag: this one, so that a plug-in shares os-audit's kysely.
 export { sql } from 'kysely';
-export type { BatchResult } from './projector/run-batch.js';
+export type { BatchResult } from './projector/batch-result.js';
 export type { StoppedSession } from './projector/sql/batch-sql.js';
 export type { Checkpoint } from './projector/checkpoint.js';
 export { CheckpointMovedError } from './projector/checkpoint-moved-error.js';

@@ -33,7 +33,7 @@ export function embeddedDataDir(options: { dataDir?: string }, env: NodeJS.Proce
  */
 export async function openEmbeddedDatabase(io: CliIo, dataDir: string, user: string): Promise<LocalPostgres> {
   // Loaded only when a command has no database URL: the server's code and the migrations are large.
-  const [{ startLocalPostgres }, { migrateToLatest }] = await Promise.all([import('../db/local-postgres.js'), import('../db/migrate.js')]);
+  const [{ startLocalPostgres }, { migrateToLatest }] = await Promise.all([import('../db/local-postgres.js'), import('../migrate-to-latest.js')]);
   const server = await startLocalPostgres({ dataDir, user, idleMs: idleMsFromEnv(io.env), onProgress: (message) => void write(io.stderr, `os-audit: no DATABASE_URL; ${message}\n`) });
   try {
     await withDatabase(server.url, migrateToLatest, { connections: 1 });

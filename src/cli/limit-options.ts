@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_SESSION_ID_BYTES, LIMIT_VARIABLES, type Limits, limitsFromEnv } from '../store/limits.js';
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_SESSION_ID_BYTES, LIMIT_VARIABLES, type Limits, limitsFromEnv } from '../events/limits.js';
 import { CliError } from './cli-context.js';
 import { integerOption } from './parse-integer-option.js';
 

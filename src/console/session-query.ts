@@ -5,7 +5,7 @@ import { parseJson } from '../json/parse-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
 import type { Projection } from '../projector/projection.js';
 import { foldStoredLog, skippedPositions } from '../projector/stored-snapshot.js';
-import { EventStore } from '../store/event-store.js';
+import { readSessionText, storedLogReader } from '../stored-log/read-session.js';
 import type { ConsoleAccess } from './console-access.js';
 
 /** Events shown per page of a session's timeline. */
@@ -115,7 +115,7 @@ async function readSnapshot(db: Kysely<DB>, projection: Projection, access: Cons
   if (!access.eventBodies) return { kind: 'none', reason: 'a snapshot at an earlier seq is folded from the event bodies, which this database role may not read' };
   if (atSeq > lastSeq) return { kind: 'none', reason: `the session ends at seq ${lastSeq}; there is no seq ${atSeq}` };
   // What `os-audit snapshot --at-seq` folds: the log up to that seq, without the events set aside.
-  const folded = await foldStoredLog(new EventStore(db), projection, sessionId, { toSeq: atSeq, skippedPositions: await skippedPositions(db, projection, sessionId) });
+  const folded = await foldStoredLog(storedLogReader(db), projection, sessionId, { toSeq: atSeq, skippedPositions: await skippedPositions(db, projection, sessionId) });
   if (folded.stopped !== null) {
     return { kind: 'none', reason: `the ${projection.name} projection stops this session at seq ${folded.stopped.seq} (${folded.stopped.problem}); its snapshot is the one after seq ${folded.lastSeq}` };
   }
@@ -129,7 +129,7 @@ function asCliPrintsIt(text: string): string {
 
 async function timelineWithBodies(db: Kysely<DB>, sessionId: string, fromSeq: number): Promise<TimelineEvent[]> {
   const events: TimelineEvent[] = [];
-  for await (const stored of new EventStore(db).readSessionText(sessionId, { fromSeq, pageSize: TIMELINE_PAGE })) {
+  for await (const stored of readSessionText(db, sessionId, { fromSeq, pageSize: TIMELINE_PAGE })) {
     events.push({ seq: stored.seq, kind: stored.kind, recordedAt: stored.recordedAt, json: indentJson(stored.text, 2) });
     if (events.length === TIMELINE_PAGE) break;
   }

@@ -1,9 +1,4 @@
 import { type Kysely, type Migration, type MigrationResultSet, type MigrationResult, Migrator, sql } from 'kysely';
-import { migrations } from '../../migrations/index.js';
-import { backfillEventChain, type ChainBackfillProgress } from './backfill-event-chain.js';
-import { builtInProjections } from '../../projections/index.js';
-import type { Projection } from '../projector/projection.js';
-import { registerProjections } from '../projector/register-projections.js';
 import { poolOf } from './open-database.js';
 import { withPinnedConnection } from './pinned-connection.js';
 
@@ -22,86 +17,53 @@ export class MigrationError extends Error {
   }
 }
 
+/** What {@link runMigrations} applies, and what it does once they all ran, in the same transaction. */
+export interface MigrationPlan {
+  /** Every migration by name, applied in name order where not applied yet (kysely's `Migrator`). */
+  migrations: Readonly<Record<string, Migration>>;
+  /** Runs after the migrations, in their transaction: a failure undoes them. */
+  afterMigrations?: (db: Kysely<any>) => Promise<void>;
+}
+
 /**
- * Brings the schema to the latest migration: the engine's, then each projection's own (named
- * `PROJECTION/KEY`), and registers the projections (see `registerProjections`); a second run
- * applies nothing. Concurrent callers are serialized by the migration lock, which a database
- * from `openDatabase` takes for the migration's transaction: so it also works through a pooler
- * in transaction mode (PgBouncer).
+ * Applies the plan's migrations that have not run, then its `afterMigrations`; a second run
+ * applies nothing. Concurrent callers are serialized by the migration lock. A database from
+ * `openDatabase` takes it for the migration's transaction, so it also works through a pooler in
+ * transaction mode (PgBouncer).
  *
- * @example
- * ```ts
- * const applied = await migrateToLatest(db); // with the projections os-audit ships
- * console.log(applied.length ? `applied ${applied.join(', ')}` : 'already up to date');
- * await migrateToLatest(db, [...builtInProjections, toolCallsProjection]);
- * ```
  * @returns the names of the migrations this call applied
  */
-export async function migrateToLatest(
-  db: Kysely<any>,
-  projections: readonly Projection[] = builtInProjections,
-  options: MigrateOptions = {},
-): Promise<string[]> {
-  const { error, results = [] } =
-    poolOf(db) === undefined ? await migrateAndRegister(db, projections, false) : await migrateInOneTransaction(db, projections);
+export async function runMigrations(db: Kysely<any>, plan: MigrationPlan): Promise<string[]> {
+  const { error, results = [] } = poolOf(db) === undefined ? await migrateAndFinish(db, plan, false) : await migrateInOneTransaction(db, plan);
   if (error instanceof MigrationError) throw error;
   if (error) {
     const failed = results.find((result) => result.status === 'Error')?.migrationName;
     throw new MigrationError(failed === undefined ? describeSetupFailure(error) : `migration ${failed} failed: ${describe(error)}`, results, { cause: error });
   }
-  const applied = results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
-  try {
-    await backfillEventChain(db, { onProgress: options.onChainProgress });
-  } catch (cause) {
-    throw new MigrationError(`chaining the events stored before 0017-event-chain failed (run migrate again to go on): ${describe(cause)}`, results, { cause });
-  }
-  return applied;
-}
-
-export interface MigrateOptions {
-  /** Called after each batch of the hash chain's backfill over events stored before it (see `backfillEventChain`). */
-  onChainProgress?: (progress: ChainBackfillProgress) => void;
+  return results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
 /**
- * The engine's migrations, then each projection's, named `PROJECTION/KEY`: what
- * {@link migrateToLatest} applies.
+ * A kysely `Migrator` of the migrations. Unordered migrations are allowed: a projection added
+ * later, or an engine migration newer than a projection's, runs in its turn.
  *
  * @example
  * ```ts
- * Object.keys(allMigrations(builtInProjections)); // ['0001-event-store', …, 'os_snapshot_v0_2_60/0001-tables', …]
+ * await migratorOf(db, allMigrations(builtInProjections)).migrateTo('0006-batch-requirements'); // a test's schema of that time
  * ```
  */
-export function allMigrations(projections: readonly Projection[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { ...migrations };
-  for (const projection of projections) {
-    for (const [key, migration] of Object.entries(projection.migrations)) all[`${projection.name}/${key}`] = migration;
-  }
-  return all;
+export function migratorOf(db: Kysely<any>, migrations: Readonly<Record<string, Migration>>, disableTransactions = false): Migrator {
+  return new Migrator({ db, provider: { getMigrations: async () => ({ ...migrations }) }, disableTransactions, allowUnorderedMigrations: true });
 }
 
-/**
- * A kysely `Migrator` of {@link allMigrations}. Unordered migrations are allowed: a projection
- * added later, or an engine migration newer than a projection's, runs in its turn.
- *
- * @example
- * ```ts
- * await projectionsMigrator(db, builtInProjections).migrateTo('0006-batch-requirements'); // a test's schema of that time
- * ```
- */
-export function projectionsMigrator(db: Kysely<any>, projections: readonly Projection[], disableTransactions = false): Migrator {
-  const all = allMigrations(projections);
-  return new Migrator({ db, provider: { getMigrations: async () => all }, disableTransactions, allowUnorderedMigrations: true });
-}
-
-/** The migrations, then the projections registered (when they all ran). */
-async function migrateAndRegister(db: Kysely<any>, projections: readonly Projection[], disableTransactions: boolean): Promise<MigrationResultSet> {
-  const resultSet = await projectionsMigrator(db, projections, disableTransactions).migrateToLatest();
-  if (resultSet.error !== undefined) return resultSet;
+/** The migrations, then the plan's `afterMigrations` (when they all ran). */
+async function migrateAndFinish(db: Kysely<any>, plan: MigrationPlan, disableTransactions: boolean): Promise<MigrationResultSet> {
+  const resultSet = await migratorOf(db, plan.migrations, disableTransactions).migrateToLatest();
+  if (resultSet.error !== undefined || plan.afterMigrations === undefined) return resultSet;
   try {
-    await registerProjections(db, projections);
+    await plan.afterMigrations(db);
   } catch (error) {
-    return { ...resultSet, error: new MigrationError(`registering the projections failed: ${describe(error)}`, resultSet.results ?? [], { cause: error }) };
+    return { ...resultSet, error: new MigrationError(describe(error), resultSet.results ?? [], { cause: error }) };
   }
   return resultSet;
 }
@@ -112,12 +74,12 @@ async function migrateAndRegister(db: Kysely<any>, projections: readonly Project
  * statements of their own: behind a pooler in transaction mode those land on any server
  * connection, the lock serializes nothing and is left held on one of them.
  */
-async function migrateInOneTransaction(db: Kysely<any>, projections: readonly Projection[]): Promise<MigrationResultSet> {
+async function migrateInOneTransaction(db: Kysely<any>, plan: MigrationPlan): Promise<MigrationResultSet> {
   return withPinnedConnection(db, async ({ client, db: connection }) => {
     await client.query('BEGIN');
     try {
       await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)}::bigint)`.execute(connection);
-      const resultSet = await migrateAndRegister(connection, projections, true);
+      const resultSet = await migrateAndFinish(connection, plan, true);
       await client.query(resultSet.error === undefined ? 'COMMIT' : 'ROLLBACK');
       if (resultSet.error !== undefined && !(resultSet.error instanceof MigrationError) && !resultSet.results?.some((result) => result.status === 'Error')) {
         // kysely looks again whether its table exists after failing to create it: in our
@@ -147,7 +109,7 @@ async function missingCreatePrivilege(db: Kysely<any>): Promise<string | undefin
   return `role ${role} may not create tables in schema ${schema}: migrate as the database's owner, or GRANT CREATE ON SCHEMA ${schema} TO ${role}`;
 }
 
-/** What failed when no migration did: kysely's own tables and checks, or registering the projections. */
+/** What failed when no migration did: kysely's own tables and checks. */
 function describeSetupFailure(error: unknown): string {
   const message = describe(error);
   const missing = /^corrupted migrations: previously executed migration (.+) is missing$/.exec(message);

@@ -1,4 +1,4 @@
-import { EventValidationError, validateEvent } from '../events/validate-event.js';
+import { EventValidationError, validateEvent } from './validate-event.js';
 import { describeJsonValue } from '../json/describe-json-value.js';
 import { compactJson, nestsDeeperThan } from '../json/json-text.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/json-value.js';

@@ -1,4 +1,4 @@
-import type { EventValidationError } from '../events/validate-event.js';
+import type { EventValidationError } from './validate-event.js';
 import { JsonParseError } from '../json/parse-json.js';
 
 /** Where a rejected event came from, for the error message. */

@@ -3,8 +3,8 @@ import { compactJson } from '../json/json-text.js';
 import { isJsonObject, type JsonObject } from '../json/json-value.js';
 import { parseJsonKeepingMember, SAFE_DIGITS } from '../json/parse-json.js';
 import { type JsonObjectScan, scanJsonObject } from '../json/scan-json.js';
-import { checkEventSize, checkSessionId, type EncodedEvent, type EncodeOptions, encodeAsWritten, encodeEventText } from '../store/encode-event.js';
-import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
+import { checkEventSize, checkSessionId, type EncodedEvent, type EncodeOptions, encodeAsWritten, encodeEventText } from '../events/encode-event.js';
+import { type EventOrigin, InvalidEventError } from '../events/invalid-event-error.js';
 
 /** One line of a log, read and checked. */
 export interface EventLine {

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
-import { EVENT_LIMIT_HINT, type Limits, maxEventBytesOf, maxLineBytes } from '../store/limits.js';
+import { type EventOrigin, InvalidEventError } from '../events/invalid-event-error.js';
+import { EVENT_LIMIT_HINT, type Limits, maxEventBytesOf, maxLineBytes } from '../events/limits.js';
 import { InvalidUtf8Error, LineTooLongError, type NumberedLine, readLines } from './read-lines.js';
 
 /**

@@ -1,7 +1,7 @@
 import { type Dirent, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { hasUnstorableChar } from '../json/storable-json.js';
-import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../store/limits.js';
+import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../events/limits.js';
 import { type JournalEntry, MAX_CHAIN_POSITION } from '../session-log/postgres-kernel-journal.js';
 
 /*

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { type JournalHead, lockOperation } from '../session-log/postgres-kernel-journal.js';
-import type { Limits } from '../store/limits.js';
+import type { Limits } from '../events/limits.js';
 import {
   type FolderCheckpoint,
   type FolderRecord,

@@ -1,6 +1,6 @@
-import type { EncodedEvent } from '../store/encode-event.js';
+import type { EncodedEvent } from '../events/encode-event.js';
 import type { EventStore } from '../store/event-store.js';
-import { type EventOrigin, InvalidEventError } from '../store/invalid-event-error.js';
+import { type EventOrigin, InvalidEventError } from '../events/invalid-event-error.js';
 import { emptyRows, type EventRows, pushRow } from '../store/sql/event-rows.js';
 import { DEFAULT_CHUNK_SIZE } from './default-chunk-size.js';
 

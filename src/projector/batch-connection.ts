@@ -1,7 +1,7 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { DB } from '../db/schema.js';
-import { SEALED_EVENTS_BY_INDEX } from '../store/seal-event-log.js';
+import { SEALED_EVENTS_BY_INDEX } from '../stored-log/sealed-events.js';
 
 /**
  * The one connection a projection's batches run on: on its own (the daemon: each statement

@@ -6,8 +6,9 @@ import { Lease } from './lease.js';
 import type { Projection } from './projection.js';
 import { DEFAULT_BATCH_SIZE } from './default-batch-size.js';
 import { kyselyConnection } from './batch-connection.js';
-import { SEALED_EVENTS_BY_INDEX } from '../store/seal-event-log.js';
-import { madeProgress, runBatchStoppingFailures } from './run-batch.js';
+import { SEALED_EVENTS_BY_INDEX } from '../stored-log/sealed-events.js';
+import { madeProgress } from './batch-result.js';
+import { runBatchStoppingFailures } from './run-batch.js';
 
 export interface RebuildOptions {
   batchSize?: number;

@@ -3,8 +3,8 @@ import type { DB } from '../db/schema.js';
 import { exactInteger } from '../db/exact-integer.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { parseJson } from '../json/parse-json.js';
-import type { EventStore } from '../store/event-store.js';
-import { readStoredEvent } from '../store/read-stored-event.js';
+import type { StoredLogReader } from '../stored-log/read-session.js';
+import { readStoredEvent } from '../stored-log/read-stored-event.js';
 import { foldEvents } from './fold-events.js';
 import type { Projection } from './projection.js';
 import type { StoppedSession } from './sql/batch-sql.js';
@@ -124,12 +124,12 @@ const PAGE = 1000;
  *
  * @example
  * ```ts
- * const { state, lastSeq } = await foldStoredLog(new EventStore(db), osSnapshotProjection, 'session-1', { toSeq: 10 });
+ * const { state, lastSeq } = await foldStoredLog(storedLogReader(db), osSnapshotProjection, 'session-1', { toSeq: 10 });
  * console.log(stringifyJson(osSnapshotProjection.toJson(state)));
  * ```
  */
 export async function foldStoredLog<State>(
-  store: EventStore,
+  store: StoredLogReader,
   projection: Projection<State>,
   sessionId: string,
   options: FoldLogOptions = {},

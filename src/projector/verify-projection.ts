@@ -1,8 +1,8 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { diffJson } from '../json/diff-json.js';
-import { CorruptEventError } from '../store/corrupt-event-error.js';
-import { EventStore } from '../store/event-store.js';
+import { CorruptEventError } from '../stored-log/corrupt-event-error.js';
+import { type StoredLogReader, storedLogReader } from '../stored-log/read-session.js';
 import type { Projection } from './projection.js';
 import { foldStoredLog, readStoredSnapshots, type SessionStop, type StoredSnapshot, skippedPositionsOf } from './stored-snapshot.js';
 
@@ -59,7 +59,7 @@ export async function verifyProjection(
   selection: VerifySelection,
   onProgress?: (checked: number, total: number) => void,
 ): Promise<VerifyReport> {
-  const store = new EventStore(db);
+  const store = storedLogReader(db);
   const sessionIds = await selectSessions(db, selection);
   const report: VerifyReport = { checked: 0, mismatches: [], corrupt: [], pending: [] };
   for (let from = 0; from < sessionIds.length; from += PAGE) {
@@ -84,7 +84,7 @@ export async function verifyProjection(
 
 async function verifySession(
   db: Kysely<DB>,
-  store: EventStore,
+  store: StoredLogReader,
   projection: Projection,
   sessionId: string,
   stored: StoredSnapshot | undefined,

@@ -4,11 +4,11 @@ import type { ConnectionRetry } from '../db/retry-on-connection-loss.js';
 import type { DB } from '../db/schema.js';
 import { parseJson } from '../json/parse-json.js';
 import type { JsonValue } from '../json/json-value.js';
-import { checkSessionId, type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../store/encode-event.js';
-import type { Limits } from '../store/limits.js';
-import type { EventOrigin } from '../store/invalid-event-error.js';
+import { checkSessionId, type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../events/encode-event.js';
+import type { Limits } from '../events/limits.js';
+import type { EventOrigin } from '../events/invalid-event-error.js';
 import { EventStore } from '../store/event-store.js';
-import { readStoredEvent } from '../store/read-stored-event.js';
+import { readStoredEvent } from '../stored-log/read-stored-event.js';
 import { type JournalErrorClasses, PostgresKernelJournal } from './postgres-kernel-journal.js';
 import type { KernelPrimitive, SessionLog, SessionLogEntry, SessionLogEvent } from './session-log.js';
 

@@ -1,9 +1,10 @@
 import { type Kysely, sql } from 'kysely';
-import { chainSealedPartitions } from '../store/chain-sealed-partitions.js';
-import { DEFAULT_SWAP_LOCK_TIMEOUT_MS, keepSealsOut, readEventLogLayout, SEALED_EVENTS_BY_INDEX } from '../store/seal-event-log.js';
-import { isStoreDistributed } from './distributed-store.js';
-import { exactInteger } from './exact-integer.js';
-import type { DB } from './schema.js';
+import { chainSealedPartitions } from './chain-sealed-partitions.js';
+import { DEFAULT_SWAP_LOCK_TIMEOUT_MS, keepSealsOut, readEventLogLayout } from './seal-event-log.js';
+import { SEALED_EVENTS_BY_INDEX } from '../stored-log/sealed-events.js';
+import { isStoreDistributed } from '../db/distributed-store.js';
+import { exactInteger } from '../db/exact-integer.js';
+import type { DB } from '../db/schema.js';
 
 /** Where a backfill of the hash chain stands, after each batch. */
 export interface ChainBackfillProgress {

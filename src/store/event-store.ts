@@ -11,14 +11,15 @@ import { withPinnedConnection } from '../db/pinned-connection.js';
 import type { DB } from '../db/schema.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { ConcurrencyError } from './concurrency-error.js';
-import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventValue } from './encode-event.js';
-import type { Limits } from './limits.js';
+import { checkSessionId, type EncodedEvent, type EncodeOptions, encodeEventValue } from '../events/encode-event.js';
+import type { Limits } from '../events/limits.js';
 import { appendAtHeadSql, type HeadReserved, insertEventsSql, moveHeadFromSql, moveHeadSql, reserveSeqsSql } from './sql/append-at-head.js';
 import { copyEvents, eventRowsText, sessionEventsText } from './sql/copy-events.js';
 import { advanceHeadsSql, appendSequencedSql, type SessionSpans } from './sql/append-sequenced.js';
 import { emptyRows, type EventRows, pushRow } from './sql/event-rows.js';
 import { findFirstMismatchSql } from './sql/find-first-mismatch.js';
-import { readStoredEvent } from './read-stored-event.js';
+import { readSession, readSessionText } from '../stored-log/read-session.js';
+import type { ReadSessionOptions, ReadSessionTextOptions, StoredEvent, StoredEventText } from '../stored-log/stored-event.js';
 
 /**
  * How an {@link EventStore} rides through a lost connection.
@@ -51,47 +52,6 @@ export interface AppendOptions extends EncodeOptions {
    * it the events go at the end of the log, wherever that is.
    */
   expectedSeq?: number;
-}
-
-/**
- * Where {@link EventStore.readSession} starts, and how many rows it fetches at a time.
- *
- * @example
- * ```ts
- * for await (const stored of store.readSession('session-1', { fromSeq: 100, pageSize: 500 })) console.log(stored.seq);
- * ```
- */
-export interface ReadSessionOptions {
-  /** First seq to return; default 0. */
-  fromSeq?: number;
-  /** Rows fetched per round trip; default 1000. */
-  pageSize?: number;
-}
-
-/**
- * One stored event as its JSON text, exactly as it was written (white space between tokens removed).
- *
- * @example
- * ```ts
- * for await (const { seq, text } of store.readSessionText('session-1')) console.log(seq, text);
- * // 0 '{"kind":"page_in","turn":1,"entry_count":2}'
- * ```
- */
-export interface StoredEventText {
-  sessionId: string;
-  seq: number;
-  /** Global position in the store (the order of insertion, not of commit). */
-  position: number;
-  kind: string;
-  recordedAt: Date;
-  /** The event's JSON text: key order, numbers and strings as written. */
-  text: string;
-}
-
-/** One stored event, read back exactly as it was appended. */
-export interface StoredEvent extends StoredEventText {
-  /** The event, with integers above 2^53 as `bigint` and floats as `JsonFloat` (see `parseJson`). */
-  event: JsonObject;
 }
 
 /**
@@ -469,32 +429,14 @@ export class EventStore {
    * (written around the store) is a `CorruptEventError` naming its session and seq.
    */
   async *readSession(sessionId: string, options: ReadSessionOptions = {}): AsyncGenerator<StoredEvent> {
-    for await (const stored of this.readSessionText(sessionId, options)) yield { ...stored, event: readStoredEvent(stored) };
+    checkSessionId(sessionId);
+    yield* readSession(this.db, sessionId, { ...options, retry: (work) => this.retrying(work) });
   }
 
   /** {@link readSession} giving each event as its JSON text, unparsed. */
-  async *readSessionText(sessionId: string, options: ReadSessionOptions & { kinds?: readonly string[]; notKinds?: readonly string[] } = {}): AsyncGenerator<StoredEventText> {
+  async *readSessionText(sessionId: string, options: ReadSessionTextOptions = {}): AsyncGenerator<StoredEventText> {
     checkSessionId(sessionId);
-    const pageSize = options.pageSize ?? 1000;
-    let nextSeq = options.fromSeq ?? 0;
-    for (;;) {
-      let query = this.db
-        .selectFrom('session_events')
-        .select(['seq', 'position', 'kind', 'recorded_at'])
-        .select(exactTextSql().as('text'))
-        .where('session_id', '=', sessionId)
-        .where('seq', '>=', nextSeq);
-      if (options.kinds !== undefined) query = query.where('kind', '=', sql<string>`ANY(${[...options.kinds]}::text[])`);
-      if (options.notKinds !== undefined) query = query.where('kind', '<>', sql<string>`ALL(${[...options.notKinds]}::text[])`);
-      const pageQuery = query.orderBy('seq').limit(pageSize);
-      const page = await this.retrying(() => pageQuery.execute());
-      for (const row of page) {
-        const seq = exactInteger(row.seq);
-        yield { sessionId, seq, position: exactInteger(row.position), kind: row.kind, recordedAt: row.recorded_at, text: row.text };
-        nextSeq = seq + 1;
-      }
-      if (page.length < pageSize) return;
-    }
+    yield* readSessionText(this.db, sessionId, { ...options, retry: (work) => this.retrying(work) });
   }
 
   /** Runs `work` with a store bound to one transaction: all of it is stored, or none. */
@@ -514,11 +456,6 @@ export class EventStore {
   private inTransaction<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.db.isTransaction ? work(this.db) : this.db.transaction().execute(work);
   }
-}
-
-/** A stored event's exact JSON text: `payload_text` where `payload` is a readable stand-in, else `payload`. */
-function exactTextSql() {
-  return sql<string>`coalesce(payload_text, payload::text)`;
 }
 
 /** Each session's first and last seq among the rows. */

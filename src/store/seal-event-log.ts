@@ -1,3 +1,4 @@
+import { SEALED_EVENTS_BY_INDEX } from '../stored-log/sealed-events.js';
 import { type Kysely, sql } from 'kysely';
 import { storeIsDistributed } from '../db/distributed-store.js';
 import { exactInteger } from '../db/exact-integer.js';
@@ -80,16 +81,6 @@ export async function sealEventLog(db: Kysely<DB>, options: SealOptions = {}): P
   });
 }
 
-/**
- * The setting under which sealed events are read by index: the log's checks and its hash chain
- * (set on their functions, {@link EVENT_LOOKUPS}, wherever a columnar table is made) look up
- * one session's seqs, and a projector's batch (set on its connection) reads in the order it
- * folds (a rebuild, or a new projection's first catch-up; the daemon's batches read only the
- * partitions after their checkpoint). `citus_columnar`'s own scan, which its planner prefers,
- * would read a sealed partition whole, or every chunk group that may hold the session. Where
- * the extension is not loaded it is a placeholder and changes nothing.
- */
-export const SEALED_EVENTS_BY_INDEX = 'columnar.enable_custom_scan = off';
 
 /**
  * The log's functions that look one session's events up by index: the contiguity check (0015),

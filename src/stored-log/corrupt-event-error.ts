@@ -1,4 +1,4 @@
-import { describeOrigin } from './invalid-event-error.js';
+import { describeOrigin } from '../events/invalid-event-error.js';
 
 /**
  * A stored event that is not an event: its stored text (`payload_text`, else `payload`) is not

@@ -4,7 +4,7 @@ import { JsonParseError, parseJson } from '../json/parse-json.js';
 import { scanJsonObject } from '../json/scan-json.js';
 import { replaceUnstorableChars } from '../json/storable-json.js';
 import { CorruptEventError } from './corrupt-event-error.js';
-import type { StoredEventText } from './event-store.js';
+import type { StoredEventText } from './stored-event.js';
 
 /**
  * A stored event's text read as an event with `parse` (`parseJson` by default, or `JSON.parse`),

@@ -6,10 +6,10 @@ import { DEFAULT_CHUNK_SIZE } from '../import/default-chunk-size.js';
 import type { EventLine } from '../import/event-line.js';
 import { type SessionFile, sessionFileEvents, sessionFilesOf } from '../import/import-logs.js';
 import { MAX_CHUNK_CHARS } from '../import/log-writer.js';
-import { checkSessionId, type EncodedEvent } from '../store/encode-event.js';
+import { checkSessionId, type EncodedEvent } from '../events/encode-event.js';
 import { EventStore } from '../store/event-store.js';
-import { InvalidEventError } from '../store/invalid-event-error.js';
-import type { Limits } from '../store/limits.js';
+import { InvalidEventError } from '../events/invalid-event-error.js';
+import type { Limits } from '../events/limits.js';
 import { emptyRows, pushRow } from '../store/sql/event-rows.js';
 
 /**

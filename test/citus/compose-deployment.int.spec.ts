@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import type { DB } from '../../src/db/schema.js';
 import { importLogs } from '../../src/import/import-logs.js';

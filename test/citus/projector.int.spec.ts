@@ -8,7 +8,7 @@ import type { DB } from '../../src/db/schema.js';
 import { parseJson } from '../../src/json/parse-json.js';
 import type { JsonObject, JsonValue } from '../../src/json/json-value.js';
 import { Projector } from '../../src/projector/projector.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { gatedToolsProjection } from '../support/gated-tools-projection.js';
 import { verifyProjection } from '../../src/projector/verify-projection.js';
 import { EventStore } from '../../src/store/event-store.js';

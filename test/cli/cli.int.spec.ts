@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
-import { allMigrations } from '../../src/db/migrate.js';
+import { allMigrations } from '../../src/projector/migrate-projections.js';
 import { sampleEvent, sessionLine, useTempDir, writeSessionFile } from '../support/log-files.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { createTestDatabase, useTestDatabase } from '../support/test-database.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
 import { importLogs } from '../../src/import/import-logs.js';
 import { PostgresSessionLog } from '../../src/session-log/postgres-session-log.js';
-import { encodeEventValue } from '../../src/store/encode-event.js';
+import { encodeEventValue } from '../../src/events/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { appendAtHeadSql } from '../../src/store/sql/append-at-head.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';

@@ -6,7 +6,8 @@ import { foldStoredOsSnapshot } from '../../projections/os-snapshot/stored-os-sn
 import type { KnownEventKind } from '../../src/events/session-event.js';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';
-import { EventStore, type StoredEvent } from '../../src/store/event-store.js';
+import { EventStore } from '../../src/store/event-store.js';
+import type { StoredEvent } from '../../src/stored-log/stored-event.js';
 import { exampleEvent } from '../support/example-events.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
 import { useTestDatabase } from '../support/test-database.js';

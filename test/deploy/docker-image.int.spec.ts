@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { migrations } from '../../migrations/index.js';
 import { builtInProjections } from '../../projections/index.js';
-import { allMigrations } from '../../src/db/migrate.js';
+import { allMigrations } from '../../src/projector/migrate-projections.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { exampleEvent } from '../support/example-events.js';
 import { useTempDir } from '../support/log-files.js';

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type EventLine, parseEventLine, readEventLine } from '../../src/import/event-line.js';
-import type { EncodeOptions } from '../../src/store/encode-event.js';
-import { type EventOrigin, InvalidEventError } from '../../src/store/invalid-event-error.js';
+import type { EncodeOptions } from '../../src/events/encode-event.js';
+import { type EventOrigin, InvalidEventError } from '../../src/events/invalid-event-error.js';
 
 /** What reading a line gives: the line, or the message of the error that refuses it. */
 function outcome(read: () => EventLine): { line: EventLine } | { error: string } {

@@ -5,7 +5,7 @@ import { osSnapshotJsonSql } from '../../migrations/0002-os-snapshot-projection.
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
 import { osSnapshotV0260JsonSql } from '../../projections/os-snapshot-v0-2-60/migrations/0002-snapshot-view.js';
 import { osSnapshotV0260Projection } from '../../projections/os-snapshot-v0-2-60/os-snapshot-v0-2-60-projection.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import type { JsonValue } from '../../src/json/json-value.js';
 import type { Projection } from '../../src/projector/projection.js';
 import { Projector } from '../../src/projector/projector.js';

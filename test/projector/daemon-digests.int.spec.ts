@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readPublicKey } from '../../src/integrity/digest.js';
 import { verifyDigests } from '../../src/integrity/verify-digest.js';
-import { encodeEventText } from '../../src/store/encode-event.js';
+import { encodeEventText } from '../../src/events/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { useDaemonProcesses } from '../support/use-daemon-processes.js';

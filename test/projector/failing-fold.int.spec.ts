@@ -3,7 +3,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
 import { builtInProjections } from '../../projections/index.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { Projector } from '../../src/projector/projector.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';
 import { rebuildProjection } from '../../src/projector/rebuild-projection.js';

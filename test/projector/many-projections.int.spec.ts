@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
 import { storeIsDistributed } from '../../src/db/distributed-store.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { pollUntil } from '../support/daemon-process.js';
 import { gatedToolsProjection } from '../support/gated-tools-projection.js';

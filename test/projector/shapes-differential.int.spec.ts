@@ -6,7 +6,7 @@ import { readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snaps
 import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
-import { encodeEventText } from '../../src/store/encode-event.js';
+import { encodeEventText } from '../../src/events/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { arbitraryShapedLog } from '../support/arbitrary-shapes.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';

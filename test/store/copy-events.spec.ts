@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { EncodedEvent } from '../../src/store/encode-event.js';
+import type { EncodedEvent } from '../../src/events/encode-event.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
 import { copyField, eventRowsText, sessionEventsText } from '../../src/store/sql/copy-events.js';
 

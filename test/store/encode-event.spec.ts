@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../src/json/json-value.js';
-import { type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../../src/store/encode-event.js';
-import { InvalidEventError } from '../../src/store/invalid-event-error.js';
+import { type EncodedEvent, encodeEventValue, encodeSdkEvent } from '../../src/events/encode-event.js';
+import { InvalidEventError } from '../../src/events/invalid-event-error.js';
 
 const origin = { sessionId: 's1' };
 

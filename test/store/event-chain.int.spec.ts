@@ -8,7 +8,7 @@ import { chainStart, eventHash } from '../../src/integrity/event-chain.js';
 import { digestText, makeDigest, readDigestBody } from '../../src/integrity/digest.js';
 import { verifyEventChain } from '../../src/integrity/verify-event-chain.js';
 import { verifyLogAgainstDigest } from '../../src/integrity/verify-digest.js';
-import { encodeEventText } from '../../src/store/encode-event.js';
+import { encodeEventText } from '../../src/events/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
 import { importLogs } from '../../src/import/import-logs.js';
@@ -16,7 +16,7 @@ import { pastTheTriggers } from '../support/past-the-triggers.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
 import { migrateTo } from '../support/migrate-to.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 
 const testDb = useTestDatabase();
 const folders: string[] = [];

@@ -5,9 +5,9 @@ import type { DB } from '../../src/db/schema.js';
 import { JsonFloat, type JsonValue } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
 import { ConcurrencyError } from '../../src/store/concurrency-error.js';
-import { encodeEventText, encodeEventValue } from '../../src/store/encode-event.js';
+import { encodeEventText, encodeEventValue } from '../../src/events/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
-import { InvalidEventError } from '../../src/store/invalid-event-error.js';
+import { InvalidEventError } from '../../src/events/invalid-event-error.js';
 import { emptyRows, pushRow } from '../../src/store/sql/event-rows.js';
 import { useTestDatabase } from '../support/test-database.js';
 

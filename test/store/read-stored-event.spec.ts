@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CorruptEventError } from '../../src/store/corrupt-event-error.js';
-import type { StoredEventText } from '../../src/store/event-store.js';
-import { checkStoredEvent, readStoredEvent } from '../../src/store/read-stored-event.js';
+import { CorruptEventError } from '../../src/stored-log/corrupt-event-error.js';
+import type { StoredEventText } from '../../src/stored-log/stored-event.js';
+import { checkStoredEvent, readStoredEvent } from '../../src/stored-log/read-stored-event.js';
 
 const stored = (text: string, kind = 'page_in'): StoredEventText => ({ sessionId: 's', seq: 3, position: 7, kind, recordedAt: new Date(0), text });
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import type { CitusNodes } from './citus-cluster.js';
 import { type ScratchDatabase, databaseUrl, dropDatabase, withClient } from './scratch-database.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import type { DB } from '../../src/db/schema.js';
 

@@ -6,8 +6,8 @@ import { readEventLines } from '../../import/event-lines.js';
 import type { JsonValue } from '../../json/json-value.js';
 import { MAX_JSON_DEPTH, parseJson, parseJsonArrayKeepingItems } from '../../json/parse-json.js';
 import { ConcurrencyError } from '../../store/concurrency-error.js';
-import { type EventOrigin, InvalidEventError } from '../../store/invalid-event-error.js';
-import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../../store/limits.js';
+import { type EventOrigin, InvalidEventError } from '../../events/invalid-event-error.js';
+import { EVENT_LIMIT_HINT, type Limits, maxLineBytes } from '../../events/limits.js';
 import { resolveLimits, withLimitOptions } from '../limit-options.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
@@ -40,7 +40,7 @@ a line over the size limit stops the reading there.`,
       const [{ EventStore }, { LogWriter }, { checkSessionId, encodeEventText }] = await Promise.all([
         import('../../store/event-store.js'),
         import('../../import/log-writer.js'),
-        import('../../store/encode-event.js'),
+        import('../../events/encode-event.js'),
       ]);
       const limits = resolveLimits(options, io.env);
       const encodeOptions = { strict: options.strict, ...limits };

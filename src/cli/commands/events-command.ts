@@ -11,7 +11,7 @@ export function registerEventsCommand(program: Command, io: CliIo): void {
     .option('--bare', 'print only the events, one per line')
     .action(async (sessionId: string, options: { fromSeq: number; bare?: boolean }, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
-      const [{ EventStore }, { checkStoredEvent }] = await Promise.all([import('../../store/event-store.js'), import('../../store/read-stored-event.js')]);
+      const [{ EventStore }, { checkStoredEvent }] = await Promise.all([import('../../store/event-store.js'), import('../../stored-log/read-stored-event.js')]);
       const printed = await withDatabase(url, async (db) => {
         let count = 0;
         for await (const stored of new EventStore(db).readSessionText(sessionId, { fromSeq: options.fromSeq })) {

@@ -5,7 +5,7 @@ import type { ImportProgress, ImportReport } from '../../import/import-logs.js';
 import type { JournalCounts } from '../../import/import-kernel-journal.js';
 import { DEFAULT_CHUNK_SIZE } from '../../import/default-chunk-size.js';
 import { MAX_JSON_DEPTH } from '../../json/parse-json.js';
-import type { Limits } from '../../store/limits.js';
+import type { Limits } from '../../events/limits.js';
 import { resolveLimits, withLimitOptions } from '../limit-options.js';
 import { integerOption } from '../parse-integer-option.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { EncodedEvent } from '../encode-event.js';
+import type { EncodedEvent } from '../../events/encode-event.js';
 import { columnsOf, eventColumnsSql } from './event-rows.js';
 
 /**

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { EncodedEvent } from '../encode-event.js';
+import type { EncodedEvent } from '../../events/encode-event.js';
 import type { EventRows } from './event-rows.js';
 
 /** The columns an append writes, as `COPY` takes them. */

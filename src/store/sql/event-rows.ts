@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { EncodedEvent } from '../encode-event.js';
+import type { EncodedEvent } from '../../events/encode-event.js';
 
 /** Encoded events as parallel arrays, the shape `unnest` takes them in. */
 export interface EventColumns {

@@ -1,0 +1,41 @@
+import type { Kysely, Migration } from 'kysely';
+import { migrations } from '../../migrations/index.js';
+import { runMigrations } from '../db/migrate.js';
+import type { Projection } from './projection.js';
+import { registerProjections } from './register-projections.js';
+
+/**
+ * The engine's migrations, then each projection's, named `PROJECTION/KEY`: what
+ * {@link migrateProjections} applies.
+ *
+ * @example
+ * ```ts
+ * Object.keys(allMigrations(builtInProjections)); // ['0001-event-store', …, 'os_snapshot_v0_2_60/0001-tables', …]
+ * ```
+ */
+export function allMigrations(projections: readonly Projection[]): Record<string, Migration> {
+  const all: Record<string, Migration> = { ...migrations };
+  for (const projection of projections) {
+    for (const [key, migration] of Object.entries(projection.migrations)) all[`${projection.name}/${key}`] = migration;
+  }
+  return all;
+}
+
+/**
+ * The engine's migrations and each projection's, then the projections registered
+ * (`registerProjections`), all in one transaction.
+ *
+ * @returns the names of the migrations this call applied
+ */
+export function migrateProjections(db: Kysely<any>, projections: readonly Projection[]): Promise<string[]> {
+  return runMigrations(db, {
+    migrations: allMigrations(projections),
+    afterMigrations: async (trx) => {
+      try {
+        await registerProjections(trx, projections);
+      } catch (error) {
+        throw new Error(`registering the projections failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+    },
+  });
+}
