@@ -1,4 +1,4 @@
-import type { Projection } from '../src/projector/projection.js';
+import type { FoldedProjection } from '../src/projection-api.js';
 import { osSnapshotProjection } from './os-snapshot/os-snapshot-projection.js';
 import { osSnapshotV0260Projection } from './os-snapshot-v0-2-60/os-snapshot-v0-2-60-projection.js';
 
@@ -14,4 +14,4 @@ import { osSnapshotV0260Projection } from './os-snapshot-v0-2-60/os-snapshot-v0-
  * export default [...builtInProjections, toolCallsProjection];
  * ```
  */
-export const builtInProjections: readonly Projection[] = [osSnapshotProjection, osSnapshotV0260Projection];
+export const builtInProjections: readonly FoldedProjection[] = [osSnapshotProjection, osSnapshotV0260Projection];

@@ -1,5 +1,5 @@
-import type { ProjectionEvent } from '../../src/projector/projection.js';
-import { evolveOsSnapshot } from '../os-snapshot/fold-os-snapshot.js';
+import type { ProjectionEvent } from '../../src/projection-api.js';
+import { evolveOsSnapshot } from '../os-snapshot/index.js';
 import { emptyOsSnapshotV0260, type OsSnapshotV0260 } from './os-snapshot-v0-2-60.js';
 
 /** A v0.2.60 snapshot while it is folded: its lists writable in place, its agents indexed. */

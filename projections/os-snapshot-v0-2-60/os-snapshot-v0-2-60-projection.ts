@@ -1,5 +1,4 @@
-import { plannedOnceSnapshotView } from '../../src/projector/planned-once-snapshot-view.js';
-import { defineProjection } from '../../src/projector/projection.js';
+import { defineProjection, plannedOnceSnapshotView } from '../../src/projection-api.js';
 import { evolveOsSnapshotV0260, type OsSnapshotV0260State, osSnapshotV0260State } from './fold-os-snapshot-v0-2-60.js';
 import * as tables from './migrations/0001-tables.js';
 import * as snapshotView from './migrations/0002-snapshot-view.js';

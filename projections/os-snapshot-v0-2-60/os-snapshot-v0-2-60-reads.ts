@@ -1,5 +1,5 @@
-import { defineEventReads, field } from '../../src/projector/event-reads.js';
-import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from '../os-snapshot/os-snapshot-reads.js';
+import { defineEventReads, field } from '../../src/projection-api.js';
+import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from '../os-snapshot/index.js';
 
 /**
  * What the v0.2.60 snapshot reads of each kind, and how much it forgives: the one place both its

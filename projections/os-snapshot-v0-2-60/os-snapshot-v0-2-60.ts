@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { ProcessRecord, SuspendRecord } from '../os-snapshot/os-snapshot.js';
+import type { ProcessRecord, SuspendRecord } from '../os-snapshot/index.js';
 
 export type { ProcessRecord, SuspendRecord };
 

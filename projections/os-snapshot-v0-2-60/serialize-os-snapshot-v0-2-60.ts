@@ -1,4 +1,4 @@
-import type { JsonObject } from '../../src/json/json-value.js';
+import type { JsonObject } from '../../src/projection-api.js';
 import type { OsSnapshotV0260 } from './os-snapshot-v0-2-60.js';
 
 /**

@@ -1,6 +1,4 @@
-import type { EventObject } from '../../src/projector/event-reads.js';
-import { foldEvents, type FoldEventsOptions, type UnreadableEvent } from '../../src/projector/fold-events.js';
-import type { ProjectionEvent } from '../../src/projector/projection.js';
+import { type EventObject, foldEvents, type FoldEventsOptions, type ProjectionEvent, type UnreadableEvent } from '../../src/projection-api.js';
 import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
 import { emptyOsSnapshot, type OsSnapshot, type ProcessRecord } from './os-snapshot.js';
 

@@ -26,3 +26,9 @@ export {
   SUSPEND_RECORD_KEYS,
   type SerializeOsSnapshotOptions,
 } from './serialize-os-snapshot.js';
+
+// For projections that build on this one (os_snapshot_v0_2_60): its fold, reads and SQL parts.
+export { evolveOsSnapshot } from './fold-os-snapshot.js';
+export { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
+export { processRowsSql } from './sql/process-rows-sql.js';
+export { snapshotHeadsSql } from './sql/snapshot-heads-sql.js';

@@ -1,7 +1,5 @@
+import { defineProjection, type JsonObject, plannedOnceSnapshotView } from '../../src/projection-api.js';
 import { osSnapshotJsonSql } from '../../migrations/0002-os-snapshot-projection.js';
-import type { JsonObject } from '../../src/json/json-value.js';
-import { plannedOnceSnapshotView } from '../../src/projector/planned-once-snapshot-view.js';
-import { defineProjection } from '../../src/projector/projection.js';
 import { evolveOsSnapshot, type OsSnapshotState, osSnapshotState } from './fold-os-snapshot.js';
 import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
 import { canonicalOsSnapshot } from './serialize-os-snapshot.js';

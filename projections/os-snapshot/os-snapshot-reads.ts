@@ -1,4 +1,3 @@
-import { defineEventReads, field } from '../../src/projector/event-reads.js';
 
 /**
  * What the OS audit snapshot reads of each kind it reads the fields of, and how much it
@@ -35,4 +34,5 @@ export const OS_SNAPSHOT_COUNTERS = {
   memory_queried_count: 'memory_queried',
   memory_validation_failed_count: 'memory_validation_failed',
   memory_retrieval_result_count: 'memory_retrieval_result',
-} as const;
+} as const;import { defineEventReads, field } from '../../src/projection-api.js';
+

@@ -3,7 +3,7 @@ import type { DB } from '../db/schema.js';
 import { indentJson } from '../json/json-text.js';
 import { parseJson } from '../json/parse-json.js';
 import { stringifyJson } from '../json/stringify-json.js';
-import type { Projection } from '../projector/projection.js';
+import { hasInMemoryFold, type Projection } from '../projector/projection.js';
 import { foldStoredLog, skippedPositions } from '../projector/stored-snapshot.js';
 import { readSessionText, storedLogReader } from '../stored-log/read-session.js';
 import type { ConsoleAccess } from './console-access.js';
@@ -114,6 +114,7 @@ async function readSnapshot(db: Kysely<DB>, projection: Projection, access: Cons
   }
   if (!access.eventBodies) return { kind: 'none', reason: 'a snapshot at an earlier seq is folded from the event bodies, which this database role may not read' };
   if (atSeq > lastSeq) return { kind: 'none', reason: `the session ends at seq ${lastSeq}; there is no seq ${atSeq}` };
+  if (!hasInMemoryFold(projection)) return { kind: 'none', reason: `the ${projection.name} projection is SQL-only: it has no in-memory fold to compute a snapshot at an earlier seq` };
   // What `os-audit snapshot --at-seq` folds: the log up to that seq, without the events set aside.
   const folded = await foldStoredLog(storedLogReader(db), projection, sessionId, { toSeq: atSeq, skippedPositions: await skippedPositions(db, projection, sessionId) });
   if (folded.stopped !== null) {

@@ -1,5 +1,5 @@
 import { type EventObject, readEvent } from './event-reads.js';
-import type { Projection } from './projection.js';
+import type { FoldedProjection } from './projection.js';
 
 /** An event a projection could not read: where it stands among the events folded, and why. */
 export interface UnreadableEvent {
@@ -22,7 +22,7 @@ export interface FoldEventsOptions {
 }
 
 /** The parts of a projection its in-memory fold needs. */
-export type InMemoryFold<State> = Pick<Projection<State>, 'reads' | 'counters' | 'init' | 'evolve'>;
+export type InMemoryFold<State> = Pick<FoldedProjection<State>, 'reads' | 'counters' | 'init' | 'evolve'>;
 
 /**
  * A projection's in-memory fold of session events, in log (`seq`) order, as its SQL folds them:

@@ -32,15 +32,10 @@ export interface ProjectionEvent {
 }
 
 /**
- * A projection: SQL tables folded from the event log by the projector daemon, and the same fold
- * in memory (the reference `verify` proves the tables against). A plain value: the engine
- * (projector, CLI, metrics, roles) takes a list of them and knows none by name.
- *
- * The projector reads new events in batches, each session's events in seq order continuing
- * where the projection left it; it reads the fields the projection names, stops a session at
- * an event the projection cannot read, at a hole in its log, or where the projection's SQL
- * fails on its events, and hands the projection the rest to fold into its own tables. Every
- * projection has its own checkpoint, lease, stopped sessions and set-aside events.
+ * A projection: SQL tables folded from the event log by the projector daemon, and optionally
+ * the same fold in memory ({@link ProjectionFold}), which `verify` proves the tables against.
+ * A plain value: the engine takes a list of them and knows none by name. Each projection has
+ * its own checkpoint, lease, stopped sessions and set-aside events.
  *
  * @example
  * ```ts
@@ -62,7 +57,7 @@ export interface ProjectionEvent {
  * });
  * ```
  */
-export interface Projection<State = any> {
+export interface Projection<State = any> extends Partial<ProjectionFold<State>> {
   /**
    * Its name: a lower-case SQL identifier (`[a-z][a-z0-9_]*`). It names its checkpoint, lease,
    * stopped sessions, set-aside events, `/metrics` label, `--projection` and migrations.
@@ -111,6 +106,13 @@ export interface Projection<State = any> {
    * ```
    */
   foldStatements(batch: EventBatchSql): readonly RawBuilder<unknown>[];
+}
+
+/**
+ * A projection's fold in memory: the reference `verify` proves its SQL tables against, and what
+ * `snapshot --at-seq` and the console's slider compute. A projection without one is SQL-only.
+ */
+export interface ProjectionFold<State = any> {
   /** The state of a session before its first event. */
   init(): State;
   /**
@@ -119,8 +121,16 @@ export interface Projection<State = any> {
    * change `state` in place and return it: the engine keeps no other reference.
    */
   evolve(state: State, event: ProjectionEvent): State;
-  /** The state as JSON, keys in order: what {@link snapshotView} holds for the same events. */
+  /** The state as JSON, keys in order: what {@link Projection.snapshotView} holds for the same events. */
   toJson(state: State): JsonValue;
+}
+
+/** A projection with its in-memory fold. */
+export type FoldedProjection<State = any> = Projection<State> & ProjectionFold<State>;
+
+/** Whether the projection has an in-memory fold (all of `init`, `evolve` and `toJson`). */
+export function hasInMemoryFold<State>(projection: Projection<State>): projection is FoldedProjection<State> {
+  return projection.init !== undefined && projection.evolve !== undefined && projection.toJson !== undefined;
 }
 
 /** Projection names: lower-case SQL identifiers, so that they can name tables, labels and flags alike. */
@@ -135,11 +145,15 @@ const PROJECTION_NAME = /^[a-z][a-z0-9_]{0,62}$/;
  * export const myProjection = defineProjection({ name: 'my_projection', … });
  * ```
  */
+export function defineProjection<State>(projection: FoldedProjection<State>): FoldedProjection<State>;
+export function defineProjection<State>(projection: Projection<State>): Projection<State>;
 export function defineProjection<State>(projection: Projection<State>): Projection<State> {
   const { name } = projection;
   if (!PROJECTION_NAME.test(name)) throw new Error(`projection ${JSON.stringify(name)}: a name is a lower-case SQL identifier ([a-z][a-z0-9_]*, at most 63 characters)`);
   if (!Number.isSafeInteger(projection.version) || projection.version < 1) throw new Error(`projection ${name}: version must be a positive integer`);
   defineEventReads(projection.reads);
+  const foldParts = [projection.init, projection.evolve, projection.toJson].filter((part) => part !== undefined).length;
+  if (foldParts !== 0 && foldParts !== 3) throw new Error(`projection ${name}: an in-memory fold is init, evolve and toJson together (or none of them, for a SQL-only projection)`);
   if (!projection.tables.includes(projection.sessionHeads)) throw new Error(`projection ${name}: its session heads (${projection.sessionHeads}) must be one of its tables`);
   if (!projection.views.includes(projection.snapshotView)) throw new Error(`projection ${name}: its snapshot view (${projection.snapshotView}) must be one of its views`);
   const fields = new Set(fieldNames(projection.reads));

@@ -6,7 +6,7 @@ import { parseJson } from '../json/parse-json.js';
 import type { StoredLogReader } from '../stored-log/read-session.js';
 import { readStoredEvent } from '../stored-log/read-stored-event.js';
 import { foldEvents } from './fold-events.js';
-import type { Projection } from './projection.js';
+import { type FoldedProjection, hasInMemoryFold, type Projection } from './projection.js';
 import type { StoppedSession } from './sql/batch-sql.js';
 
 /**
@@ -70,7 +70,7 @@ export async function readStoredSnapshots(db: Kysely<DB>, projection: Projection
           };
     snapshots.set(
       row.session_id,
-      row.json === null ? { json: projection.toJson(projection.init()), lastSeq: -1, stopped } : { json: parseJson(row.json), lastSeq: exactInteger(row.last_seq!), stopped },
+      row.json === null ? { json: hasInMemoryFold(projection) ? projection.toJson(projection.init()) : null, lastSeq: -1, stopped } : { json: parseJson(row.json), lastSeq: exactInteger(row.last_seq!), stopped },
     );
   }
   return snapshots;
@@ -130,7 +130,7 @@ const PAGE = 1000;
  */
 export async function foldStoredLog<State>(
   store: StoredLogReader,
-  projection: Projection<State>,
+  projection: FoldedProjection<State>,
   sessionId: string,
   options: FoldLogOptions = {},
 ): Promise<FoldedLog<State>> {

@@ -4,6 +4,7 @@ import type { JsonObject } from '../../src/json/json-value.js';
 import { readEvent } from '../../src/projector/event-reads.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { gatedToolsProjection } from '../support/gated-tools-projection.js';
+import type { Projection } from '../../src/projector/projection.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 /**
@@ -12,7 +13,7 @@ import { useTestDatabase } from '../support/test-database.js';
  * is stored as it was written, and only that projection's session stops.
  */
 const testDb = useTestDatabase();
-const projections = [...builtInProjections, gatedToolsProjection];
+const projections: readonly Projection[] = [...builtInProjections, gatedToolsProjection];
 
 /** For every field a projection reads: the event without it, and with a value of no type it reads. */
 function unreadableEvents(): { projection: string; event: JsonObject }[] {

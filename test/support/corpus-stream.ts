@@ -4,7 +4,7 @@ import { InterleavedCorpus } from '../../bench/corpus.js';
 import type { JsonValue } from '../../src/json/json-value.js';
 import type { EventObject } from '../../src/projector/event-reads.js';
 import { foldEvents } from '../../src/projector/fold-events.js';
-import type { Projection } from '../../src/projector/projection.js';
+import type { FoldedProjection } from '../../src/projector/projection.js';
 
 /** What {@link writeCorpusStream} wrote: the sessions, and each projection's in-memory fold of each. */
 export interface CorpusStream {
@@ -20,7 +20,7 @@ export interface CorpusStream {
  * session in memory with each of `projections` as it goes: the reference the SQL snapshots
  * must equal.
  */
-export async function writeCorpusStream(file: string, options: { seed: string; prefix: string; events: number; projections: readonly Projection[] }): Promise<CorpusStream> {
+export async function writeCorpusStream(file: string, options: { seed: string; prefix: string; events: number; projections: readonly FoldedProjection[] }): Promise<CorpusStream> {
   const corpus = new InterleavedCorpus({ seed: options.seed, prefix: options.prefix, events: options.events });
   const states = options.projections.map(() => new Map<string, { state: unknown; stopped: boolean }>());
   const out = createWriteStream(file);

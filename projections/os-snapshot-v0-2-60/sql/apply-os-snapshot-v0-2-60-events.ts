@@ -1,7 +1,7 @@
+import type { EventBatchSql } from '../../../src/projection-api.js';
 import { type RawBuilder, sql } from 'kysely';
-import type { EventBatchSql } from '../../../src/projector/projection.js';
-import { snapshotHeadsSql } from '../../os-snapshot/sql/snapshot-heads-sql.js';
-import { processRowsSql } from '../../os-snapshot/sql/process-rows-sql.js';
+import { snapshotHeadsSql } from '../../os-snapshot/index.js';
+import { processRowsSql } from '../../os-snapshot/index.js';
 import { OS_SNAPSHOT_V0_2_60_READS } from '../os-snapshot-v0-2-60-reads.js';
 
 /**

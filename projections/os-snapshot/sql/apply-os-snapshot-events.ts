@@ -1,5 +1,5 @@
+import type { EventBatchSql } from '../../../src/projection-api.js';
 import { type RawBuilder, sql } from 'kysely';
-import type { EventBatchSql } from '../../../src/projector/projection.js';
 import { snapshotHeadsSql } from './snapshot-heads-sql.js';
 import { processRowsSql } from './process-rows-sql.js';
 import { OS_SNAPSHOT_READS } from '../os-snapshot-reads.js';

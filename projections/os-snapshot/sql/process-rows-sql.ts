@@ -1,5 +1,5 @@
+import type { FieldRead } from '../../../src/projection-api.js';
 import { type RawBuilder, sql } from 'kysely';
-import type { FieldRead } from '../../../src/projector/event-reads.js';
 
 /** Where {@link processRowsSql} writes and reads. */
 export interface ProcessRowsSql {

@@ -3,6 +3,7 @@ import type { JsonValue } from '../../json/json-value.js';
 import { type CliIo, CliError, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { integerOption } from '../parse-integer-option.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
+import { hasInMemoryFold } from '../../projector/projection.js';
 
 export function registerSnapshotCommand(program: Command, io: CliIo): void {
   program
@@ -26,6 +27,9 @@ export function registerSnapshotCommand(program: Command, io: CliIo): void {
             throw new CliError(`no ${projection.name} snapshot of session ${JSON.stringify(sessionId)}: no events stored, or not projected yet (see os-audit status)`);
           }
           return stored.json;
+        }
+        if (!hasInMemoryFold(projection)) {
+          throw new CliError(`projection ${projection.name} is SQL-only: it has no in-memory fold to compute a snapshot at a seq (without --at-seq, its stored snapshot)`);
         }
         // The event store (and its COPY code) only for a fold: a stored snapshot needs neither.
         const { EventStore } = await import('../../store/event-store.js');
