@@ -16,7 +16,7 @@ import { createScratchDatabase } from '../test/support/scratch-database.js';
 const outDir = fileURLToPath(new URL('../docs/console/', import.meta.url));
 const samples = fileURLToPath(new URL('../samples', import.meta.url));
 
-/** The pages shown in the README: file name, path (a #fragment scrolls there) and window height. */
+/** The pages shown in docs/console.md: file name, path (a #fragment scrolls there) and window height. */
 const SHOTS = [
   { file: 'projections.png', path: '/', height: 720 },
   { file: 'sessions.png', path: '/sessions', height: 720 },

@@ -76,10 +76,10 @@ async function lagRow() {
   return testDb.db.selectFrom('os_projection_lag').selectAll().where('projection', '=', 'os_snapshot').executeTakeFirstOrThrow();
 }
 
-/** The ```sql blocks of README.md that follow a `<!-- audit-query -->` line. */
-function readmeAuditQueries(): string[] {
-  const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-  return [...readme.matchAll(/^<!-- audit-query -->\r?\n```sql\r?\n([\s\S]*?)^```/gm)].map((match) => match[1]!.trim());
+/** The ```sql blocks of docs/audit-queries.md that follow a `<!-- audit-query -->` line. */
+function documentedAuditQueries(): string[] {
+  const page = readFileSync(fileURLToPath(new URL('../../docs/audit-queries.md', import.meta.url)), 'utf8');
+  return [...page.matchAll(/^<!-- audit-query -->\r?\n```sql\r?\n([\s\S]*?)^```/gm)].map((match) => match[1]!.trim());
 }
 
 describe('the dashboard views', () => {
@@ -295,8 +295,8 @@ describe('the dashboard views', () => {
     });
   });
 
-  it("runs every audit query of the README as os_audit_reader, each returning rows (README.md: a ```sql block after '<!-- audit-query -->')", async () => {
-    const queries = readmeAuditQueries();
+  it("runs every audit query of the docs as os_audit_reader, each returning rows (docs/audit-queries.md: a ```sql block after '<!-- audit-query -->')", async () => {
+    const queries = documentedAuditQueries();
     expect(queries.length).toBeGreaterThanOrEqual(5);
     // A session the projection stops (its turn is not a number), so that the query about them has rows too.
     await new EventStore(testDb.db).append('stopped', [event('budget_exceeded', { turn: 'one' })]);

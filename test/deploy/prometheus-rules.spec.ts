@@ -71,9 +71,9 @@ describe('the shipped alert rules', () => {
     expect(untestedAlerts([...rules, rule])).toEqual(['OsAuditSomethingNew: no case where it fires', 'OsAuditSomethingNew: no case where it stays quiet']);
   });
 
-  it('are each explained in the README', () => {
-    const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
-    for (const rule of rules) expect(readme, rule.alert).toContain(`\`${rule.alert}\``);
+  it('are each explained in docs/daemon.md', () => {
+    const page = readFileSync(path.join(REPO_ROOT, 'docs', 'daemon.md'), 'utf8');
+    for (const rule of rules) expect(page, rule.alert).toContain(`\`${rule.alert}\``);
   });
 });
 
@@ -105,7 +105,7 @@ describe.skipIf(!promtoolTestsRun)('promtool', () => {
     expect(run.output).toContain('SUCCESS');
   });
 
-  it("fails them with the README's old no-leader expression, which vanished series silence", () => {
+  it("fails them with the old no-leader expression the docs once gave, which vanished series silence", () => {
     const document = parse(readFileSync(RULES_FILE, 'utf8')) as { groups: { rules: { alert?: string; expr: string }[] }[] };
     const noLeader = document.groups.flatMap((group) => group.rules).find((rule) => rule.alert === 'OsAuditNoLeader')!;
     noLeader.expr = 'sum by (projection) (os_audit_leader) != 1';

@@ -11,7 +11,7 @@ import { createTestDatabase } from '../support/test-database.js';
 
 /**
  * Every command and the library through PgBouncer in transaction pooling mode (each
- * transaction on whichever server connection is free), as README.md's "Behind a connection
+ * transaction on whichever server connection is free), as docs/deploy.md's "Behind a connection
  * pooler" says they work: the projection equals the in-memory fold of every log at the end.
  * Two server connections for many clients, so that clients share them and what one client's
  * session leaves on a connection (a prepared statement, a lock) meets the others.

@@ -10,13 +10,13 @@ import { installBuiltPackage } from '../support/built-package.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 /**
- * README.md's "Write your own projection", followed as written: its files copied into a folder
+ * docs/projections.md's "Write your own projection", followed as written: its files copied into a folder
  * beside an installed build of os-audit, its commands run there, its output compared. A third
  * projection is added without a file of os-audit edited.
  */
 const testDb = useTestDatabase();
 const run = promisify(execFile);
-const readme = fileURLToPath(new URL('../../README.md', import.meta.url));
+const page = fileURLToPath(new URL('../../docs/projections.md', import.meta.url));
 
 interface Section {
   files: Map<string, string>;
@@ -26,10 +26,10 @@ interface Section {
 
 /** The section's files (`<!-- file: NAME -->`), commands (`<!-- run -->`) and outputs (`<!-- output: NAME -->`), each the fenced block after its mark. */
 function readSection(text: string): Section {
-  const start = text.indexOf('### Write your own projection');
-  const end = text.indexOf('\n## ', start);
-  expect(start, 'README.md has the section').toBeGreaterThan(0);
-  const section = text.slice(start, end);
+  const start = text.indexOf('\n## Write your own projection\n');
+  expect(start, 'docs/projections.md has the section').toBeGreaterThan(0);
+  const end = text.indexOf('\n## ', start + 1);
+  const section = text.slice(start, end === -1 ? undefined : end);
   const blocks = [...section.matchAll(/<!-- (file|run|output)(?:: ([^ ]+))? -->\n```[a-z]*\n([\s\S]*?)```/g)];
   const result: Section = { files: new Map(), commands: [], outputs: new Map() };
   for (const [, mark, name, body] of blocks) {
@@ -54,9 +54,9 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
-describe("README's write your own projection", () => {
+describe("docs/projections.md's write your own projection", () => {
   it('adds a third projection in a folder of its own: migrated, folded by the daemon, printed and verified', async () => {
-    const section = readSection(await readFile(readme, 'utf8'));
+    const section = readSection(await readFile(page, 'utf8'));
     expect([...section.files.keys()]).toEqual(['tool-gates.mjs', 'projections.mjs', 'gates.jsonl']);
     for (const [name, body] of section.files) await writeFile(path.join(app, name), body);
 

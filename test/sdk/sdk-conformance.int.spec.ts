@@ -7,7 +7,7 @@ import { describe, expect, inject, it } from 'vitest';
 
 /**
  * os-audit as a drop-in for the deepstrike SDK's logs, proved against the real SDK at 0.2.36
- * and v0.2.60 (scripts/sdk/run-sdk-conformance.ts says what is proved; README.md's "Conformance
+ * and v0.2.60 (scripts/sdk/run-sdk-conformance.ts says what is proved; docs/runtime.md's "Conformance
  * with the deepstrike SDK" what it found). It needs the SDK prepared in .sdk/ (`bash scripts/sdk/prepare-sdk.sh`, which
  * .ci/run does): without it the test is skipped, except in CI, where it fails.
  * OS_AUDIT_SKIP_SDK_CONFORMANCE=1 skips it (.ci/run's second pass of the suite: the SDK takes a
