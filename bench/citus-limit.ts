@@ -6,22 +6,11 @@ import { batchTableOf } from '../src/projector/sql/session-batch-sql.js';
 
 /**
  * The set-based limit on Citus: the whole log folded by statements that Citus runs on the
- * shards, where the data is, the workers in parallel.
- *
- * On one server the limit is `foldWholeLogSql`: the fold statements as common table
- * expressions of one statement over one materialized read of the log. Citus cannot run that
- * on the shards: it would pull the log through the coordinator. Nor can it run the fold
- * statements over `eventBatchOf(projection, sql\`session_events\`)` there: that batch's events
- * read each body's fields in a subquery (`json_to_record` in a lateral subquery), which Citus
- * plans apart and collects on the coordinator (a "Distributed Subplan"), and most statements
- * are then pulled to the coordinator too ({@link explainEventBatchOf} shows it in each run).
- *
- * So the cluster's limit does what the projector's batches do, over the whole log at once:
- * one statement reads the events of the kinds the projection reads, their fields parsed once,
- * into the projection's batch table (distributed, colocated, unlogged; Citus moves the rows
- * shard to shard, "repartition"); then the projection's own fold statements read the events
- * from it and each session's last seq and counters straight from the log. Every statement is
- * EXPLAINed before it is timed ({@link explainDistributedLimit}).
+ * shards, where the data is, the workers in parallel. It does what the projector's batches do,
+ * over the whole log at once: the events are read into the projection's batch table, then its
+ * own fold statements run. Every statement is EXPLAINed before it is timed
+ * ({@link explainDistributedLimit}).
+ * Why: docs/design/citus-catch-up-limit.md
  */
 export function wholeLogStatements(projection: Projection): readonly RawBuilder<unknown>[] {
   const event = { kind: sql`e.kind`, payload: sql`e.payload`, standIn: sql<boolean>`e.payload_text IS NOT NULL` };
@@ -96,8 +85,8 @@ export async function explainDistributedLimit(db: Kysely<DB>, projections: reado
 
 /**
  * EXPLAINs the fold statements over `eventBatchOf(projection, sql\`session_events\`)`, the form
- * the limit does not use on Citus, to show why: how many would pass through the coordinator,
- * or Citus refuses to plan at all (the method then says so, with Citus's reason).
+ * the limit does not use on Citus, to show why. It tells how many would pass through the
+ * coordinator, or that Citus refuses to plan at all (with Citus's reason).
  */
 export async function explainEventBatchOf(db: Kysely<DB>, projections: readonly Projection[]): Promise<StatementPlan[]> {
   const plans: StatementPlan[] = [];

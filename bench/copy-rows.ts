@@ -30,8 +30,8 @@ class ProbeRollback extends Error {}
 
 /**
  * Appends two events with `EventStore.append` in a transaction that is rolled back, and reads
- * back what it wrote in each column; throws if a column is not the same for both (the loader
- * could then not write it as the store does).
+ * back what it wrote in each column. Throws if a column is not the same for both: the loader
+ * could then not write it as the store does.
  */
 export async function probeEventLayout(db: Kysely<DB>): Promise<EventLayout> {
   const { rows: columns } = await sql<{ column_name: string }>`
@@ -97,12 +97,12 @@ export async function copyInto(client: pg.Client | pg.PoolClient, target: string
 }
 
 /**
- * Stores a generated corpus straight into `session_events` (one COPY per `rowsPerTransaction`
- * rows, each its own transaction, as many writers' commits would be; every column as
- * `EventStore.append` writes it, see {@link probeEventLayout}) with its `sessions` heads moved
- * in the same transaction, first (a log never goes past its head, and its head is its last
- * event at each commit), then `VACUUM ANALYZE` and `CHECKPOINT` (of every node, on Citus), so
- * that what is measured next starts from a settled database. Returns the events stored.
+ * Stores a generated corpus straight into `session_events`, every column as `EventStore.append`
+ * writes it (see {@link probeEventLayout}). Each COPY of `rowsPerTransaction` rows is its own
+ * transaction, as many writers' commits would be. The `sessions` heads move first in the same
+ * transaction: a log never goes past its head, and its head is its last event at each commit.
+ * Then `VACUUM ANALYZE` and `CHECKPOINT` (of every node, on Citus) settle the database for what
+ * is measured next. Returns the events stored.
  */
 export async function loadRows(
   url: string,

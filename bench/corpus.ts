@@ -7,8 +7,8 @@ import { Prng } from './prng.js';
  * The benchmark's corpus: realistic session logs, generated from a seed.
  *
  * - every one of the 29 kinds of `shared/spec/session-events.md`, plus a few kinds newer SDKs
- *   write (stored, ignored by the snapshot) and the three the v0.2.60 snapshot reads; about 40%
- *   of the events are of the kinds the snapshots read; `budget_exceeded` carries the
+ *   write (stored, ignored by the snapshot) and the three the v0.2.60 snapshot reads. About 40%
+ *   of the events are of the kinds the snapshots read. `budget_exceeded` carries the
  *   `operation_id` the v0.2.60 runtime writes, so that both built-in projections read every event;
  * - a session opens with `run_started` and (when it runs to its end) closes with `run_terminal`;
  *   turns advance; several sub-agents per session, each spawned `running` and later `joined`,
@@ -123,8 +123,8 @@ const WORDS = (
 ).split(' ');
 
 /**
- * A pool of seeded free text; events take slices of it. Its characters are all Latin-1 (so V8
- * keeps it, and its slices, one-byte strings that `JSON.stringify` handles fast); `extra[i]`
+ * A pool of seeded free text; events take slices of it. Its characters are all Latin-1, so V8
+ * keeps it and its slices as one-byte strings, which `JSON.stringify` handles fast. `extra[i]`
  * counts what the first `i` characters add to their length once in JSON as UTF-8 (`é` is two
  * bytes, a line break `\n` two characters).
  */

@@ -67,8 +67,8 @@ export async function sealedDiskSize(db: Kysely<DB>, rawJsonBytes: number, log: 
     log('   not sealed: this server has no citus_columnar (it comes with Citus)');
     return undefined;
   }
-  // The corpus is loaded in transactions of 100,000 events, and a seal leaves the transaction of
-  // the projections' checkpoint in the row store (a batch reads from it on): one more
+  // The corpus is loaded in transactions of 100,000 events. A seal leaves the transaction of the
+  // projections' checkpoint in the row store, since a batch reads from it on. One more
   // transaction, folded, puts the whole corpus behind the checkpoint, as a runtime's many small
   // transactions keep it.
   await new EventStore(db).append('bench-seal-marker', [{ kind: 'page_in', turn: 0, entry_count: 0 }]);
@@ -98,7 +98,7 @@ export interface SmallEventsDiskSize extends DiskSize {
 
 /**
  * The size on disk of `events` small events (see `SMALL_BODIES`), loaded as the catch-up corpus
- * is (`loadRows`, then `VACUUM ANALYZE`) into a database of their own: the store's fixed cost per
+ * is (`loadRows`, then `VACUUM ANALYZE`) into a database of their own. The store's fixed cost per
  * event (row header, columns beside the body, index entries) weighs most on small bodies.
  */
 export async function smallEventsDiskSize(serverUrl: string, seed: string, events: number, log: (line: string) => void): Promise<SmallEventsDiskSize> {

@@ -133,9 +133,9 @@ export async function measureAppend(newDatabase: NewDatabase, corpus: AppendCorp
 }
 
 /**
- * Turns the hash chain off in a bench database, for the figures without it: the row trigger
- * that hashes each event (and checks its turn and exact text), the statement trigger that moves
- * the heads' hashes, and the check of a head's hash. Everything else stays as migrated.
+ * Turns the hash chain off in a bench database, for the figures without it. That is the row
+ * trigger that hashes each event (and checks its turn and exact text), the statement trigger
+ * that moves the heads' hashes, and the check of a head's hash. Everything else stays as migrated.
  */
 export async function disableChain(db: Kysely<DB>): Promise<void> {
   await sql`ALTER TABLE session_events DISABLE TRIGGER session_events_chain, DISABLE TRIGGER session_events_set_head_hashes`.execute(db);

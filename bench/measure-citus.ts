@@ -48,12 +48,12 @@ export interface CitusFigures {
 export type Phase = <T>(name: string, work: () => Promise<T>) => Promise<T>;
 
 /**
- * The Citus section: a local cluster (a coordinator and {@link CITUS_WORKERS} workers, each a
- * PostgreSQL 15 server of its own on this machine, see `test/support/citus-cluster.ts`),
- * durable as the single server, and on it the same corpora measured the same way as on the
- * single server: the appends (`methods`, the append corpus) against COPY into a distributed
- * table, then the catch-up corpus (its seed again, so the same events) loaded into a migrated
- * (distributed) database, and its catch-up against the set-based limit on the shards.
+ * The Citus section: the same corpora measured the same way as on the single server, on a local
+ * cluster durable as the single server. The cluster is a coordinator and {@link CITUS_WORKERS}
+ * workers, each a PostgreSQL 15 server of its own on this machine (`test/support/citus-cluster.ts`).
+ * The appends (`methods`, the append corpus) run against COPY into a distributed table. Then the
+ * catch-up corpus (its seed again, so the same events) is loaded into a migrated (distributed)
+ * database, and its catch-up runs against the set-based limit on the shards.
  * `singleNodeDigest` is the single server's catch-up result, which the cluster's must equal.
  */
 export async function measureCitus(options: {

@@ -48,8 +48,8 @@ function summarize(command: string, times: readonly number[]): CommandTimes {
 }
 
 /**
- * The CLI's latency: `bin snapshot SESSION` (the package's bin, a real process, the way a user
- * calls it without npx) against the database of `url` where SESSION's snapshot is stored, next to
+ * The CLI's latency: `bin snapshot SESSION` against the database of `url` where SESSION's snapshot
+ * is stored. The bin is a real process, the way a user calls it without npx. Beside it run
  * `node -e ''` and the snapshot query's round trip from an open connection, `runs` times each
  * after a warm-up; `npx os-audit snapshot` and `--version` for comparison.
  */

@@ -35,8 +35,8 @@ export interface VerifyFigures {
 
 /**
  * Verifies the chain of the whole log `runs` times, each run followed by `sha256sum` over a file
- * of the same events' stored texts (`coalesce(payload_text, payload::text)`, what the chain
- * hashes), written out first by COPY: so that the drift of a busy machine falls on both.
+ * of the same events' stored texts, so that the drift of a busy machine falls on both. COPY
+ * writes the file first, of `coalesce(payload_text, payload::text)`: what the chain hashes.
  */
 export async function measureVerify(db: Kysely<DB>, url: string, runs: number, log: (line: string) => void): Promise<VerifyFigures> {
   const file = path.join(os.tmpdir(), `os-audit-bench-texts-${process.pid}.txt`);
@@ -90,7 +90,7 @@ export interface DigestFigures {
 /**
  * `os-audit digest --out FILE` (the bin, start-up included) `runs` times on a database of its
  * own holding `sessions` sessions of `sessionLength` small events each, loaded with the chain
- * on; a digest reads each session's head, so its cost follows the sessions, not the events.
+ * on. A digest reads each session's head, so its cost follows the sessions, not the events.
  */
 export async function measureDigest(
   serverUrl: string,

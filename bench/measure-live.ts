@@ -207,9 +207,9 @@ export async function measureLive(
 }
 
 /**
- * Starts from a settled database, as a daemon's steady state is: what came before (a catch-up
- * that emptied and refilled the snapshot tables) is vacuumed and analyzed now rather than by
- * autovacuum during the windows, and flushed by a CHECKPOINT rather than on their time.
+ * Starts from a settled database, as a daemon's steady state is. What came before (a catch-up
+ * that emptied and refilled the snapshot tables) is vacuumed and analyzed now, not by autovacuum
+ * during the windows. A CHECKPOINT flushes it now rather than on their time.
  */
 async function settleDatabase(url: string): Promise<void> {
   await withClient(url, async (client) => {

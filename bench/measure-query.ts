@@ -29,8 +29,8 @@ export interface GrowOptions {
 /**
  * Grows the snapshot tables to `target` sessions by copying the sessions there are under new
  * ids (`<id>~<sessions before>.<n>`, new at each growth), with their processes, signals and
- * budget events: the query reads only the snapshot tables, so this is a database of `target`
- * sessions of the corpus's shape (or lighter, see {@link GrowOptions}) without storing
+ * budget events. The query reads only the snapshot tables, so this is a database of `target`
+ * sessions of the corpus's shape (or lighter, see {@link GrowOptions}). It stores no
  * `target` × 200 events. Returns the sessions there were and there are.
  */
 export async function growSnapshotTables(
@@ -52,8 +52,8 @@ export async function growSnapshotTables(
         ORDER BY r, s.session_id
         LIMIT ${needed}`.execute(trx);
       await sql`CREATE INDEX ON bench_copies (original)`.execute(trx);
-      // The indexes are kept up to date row by row, as the projector's inserts keep them: made
-      // again whole after the copy they would be denser than a projection's ever are, and its
+      // The indexes are kept up to date row by row, as the projector's inserts keep them. Made
+      // again whole after the copy, they would be denser than a projection's ever are, and its
       // lookups faster (10M sessions: 9.8 GiB and p99 0.82 ms, against 11.7 GiB and 1.03 ms).
       for (const table of SNAPSHOT_TABLES) {
         const limit = table === 'os_snapshots' || options.listRowsPerCopy === undefined ? undefined : { perCopy: options.listRowsPerCopy, order: await primaryKeyOf(trx, table) };
@@ -127,9 +127,9 @@ export interface QueryFigures {
 
 /**
  * `SELECT snapshot FROM os_snapshot_json WHERE session_id = $1` for random sessions (seeded),
- * one after the other on one connection, timed from the client (the round trip over the
- * loopback, the parse of the JSON result included); `warmup` queries first, then `runs` runs
- * of `queries`.
+ * one after the other on one connection. Timed from the client, it includes the round trip over
+ * the loopback and the parse of the JSON result. `warmup` queries first, then `runs` runs of
+ * `queries`.
  */
 export async function measureQuery(
   url: string,

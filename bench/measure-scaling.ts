@@ -22,8 +22,8 @@ export interface ScalingPoint {
 
 /**
  * The scaling curve: one database grown to each size in turn (100k, then 900k more, then 4M
- * more, each part a corpus of its own), and at each size one catch-up of the whole log from an
- * empty projection (`os-audit project --once`) and one run of the set-based limit.
+ * more, each part a corpus of its own). At each size it runs one catch-up of the whole log from
+ * an empty projection (`os-audit project --once`) and one run of the set-based limit.
  */
 export async function measureScaling(
   serverUrl: string,

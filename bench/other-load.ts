@@ -3,10 +3,11 @@ import os from 'node:os';
 
 /**
  * How much of the machine other work took while the benchmark ran: every figure here is skewed
- * by it on a 2-core machine. Every 500 ms, the CPU time each process used (/proc/<pid>/stat),
- * summed over the processes that are not the benchmark's own: its own are this process and its
- * children (the projector), the PostgreSQL server's processes except the backends of databases
- * the benchmark did not create; kernel threads (I/O, interrupts) are left out. A process that
+ * by it on a 2-core machine. Every 500 ms it sums the CPU time each process used
+ * (/proc/<pid>/stat) over the processes that are not the benchmark's own. Its own are this
+ * process and its children (the projector), and the PostgreSQL server's processes except the
+ * backends of databases the benchmark did not create. Kernel threads (I/O, interrupts) are left
+ * out. A process that
  * lives less than a sample is missed, so this is a lower bound.
  */
 export class OtherLoadMonitor {

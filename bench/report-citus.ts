@@ -10,8 +10,8 @@ import { alignedTable, markdownTable } from './tables.js';
 
 /**
  * The Citus section of the report: each figure measured on the cluster beside the same figure
- * on the single server, each side's ratio to its own limit (the cluster's measured on the
- * cluster), and the cluster's figure over the single server's.
+ * on the single server. Each side has its ratio to its own limit, the cluster's measured on the
+ * cluster, and the cluster's figure is divided by the single server's.
  */
 export const CITUS_HEADERS = ['figure', 'single server', 'ratio', 'cluster', "cluster's limit", 'ratio', 'cluster ÷ single'] as const;
 

@@ -34,8 +34,8 @@ const TARGETS = {
 
 /**
  * The append figures with a target: the API as several writers use it, and the CLI's import of a
- * folder of session files, where the run did not measure it at the catch-up corpus's size (issue
- * 17 sets its target at 1M events).
+ * folder of session files. The import's target applies only where the run did not measure it at
+ * the catch-up corpus's size, since issue 17 sets its target at 1M events.
  */
 function appendTargeted(method: AppendMethod, largeImport: AppendFigures | undefined): boolean {
   const folderImport = method.type === 'import-cli' && !method.path.endsWith('.jsonl');

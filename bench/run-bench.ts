@@ -1,15 +1,20 @@
 /**
- * `npm run bench`: the performance suite (see BENCHMARKS.md). Generates a seeded corpus, then
- * measures in one run, each as a median of `--runs`: appends (API, import) against raw COPY,
- * the CLI's import of a folder of as many events as the catch-up corpus against COPY,
- * catch-up projection against the set-based SQL limit, live commit-to-visible latency, the
- * snapshot query, the daemon's peak RSS, the size on disk, and the hash chain's cost (appends
- * and import with it against without it, verify against sha256sum, a digest, the backfill);
- * `--scaling` adds the catch-up curve at 100k, 1M and 5M events; `--citus` then the appends and
- * the catch-up again on a local Citus cluster (a coordinator and two workers), beside the single
- * server's figures; and the CLI's latency (`--only cli-latency` measures that alone). Prints a
- * table, writes JSON, and with `--markdown` BENCHMARKS.md (with `--only cli-latency`, its "CLI
- * latency" section alone).
+ * `npm run bench`: the performance suite (see BENCHMARKS.md). It generates a seeded corpus, then
+ * measures in one run, each figure a median of `--runs`:
+ *
+ * - appends (API, import) against raw COPY, and the CLI's import of a folder of as many events
+ *   as the catch-up corpus against COPY;
+ * - catch-up projection against the set-based SQL limit;
+ * - live commit-to-visible latency, the snapshot query, the daemon's peak RSS, the size on disk;
+ * - the hash chain's cost: appends and import with it against without it, verify against
+ *   sha256sum, a digest, the backfill;
+ * - with `--scaling`, the catch-up curve at 100k, 1M and 5M events;
+ * - with `--citus`, the appends and the catch-up again on a local Citus cluster (a coordinator
+ *   and two workers), beside the single server's figures;
+ * - the CLI's latency (`--only cli-latency` measures that alone).
+ *
+ * It prints a table and writes JSON. With `--markdown` it writes BENCHMARKS.md (with `--only
+ * cli-latency`, its "CLI latency" section alone).
  *
  * PostgreSQL: `DATABASE_URL` (a superuser connection; the benchmark creates and drops its own
  * databases there), else a container (testcontainers), else an embedded server.

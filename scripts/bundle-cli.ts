@@ -1,11 +1,9 @@
 /**
  * Bundles the CLI into dist/cli/ (what the package's "bin" and the Docker image run), so that a
- * command loads one file instead of some 440: `os-audit-bundle.cjs`, the CLI tree-shaken into one
- * CommonJS script in which each command's modules are evaluated only when its action runs (the
- * actions' dynamic imports become lazy initializers); `os-audit.cjs`, the bin, which runs it
- * with V8's code cache (src/cli/compile-cache.ts); `idle-watchdog.cjs`, the embedded server's
- * watchdog. One script rather than ES modules: Node 20 caches compiled code only for scripts,
- * and the cache is what brings `snapshot` near Node's own start (see BENCHMARKS.md). `npm run
+ * command loads one file instead of some 440. It writes `os-audit-bundle.cjs`, the CLI as one
+ * lazy CommonJS script, and `os-audit.cjs`, the bin, which runs it with V8's code cache
+ * (src/cli/compile-cache.ts). It also writes `idle-watchdog.cjs`, the embedded server's watchdog.
+ * Why: docs/design/cli-start-time.md `npm run
  * build` runs it after tsc; the library (dist/src/index.js) stays as tsc builds it.
  *
  *   tsx scripts/bundle-cli.ts [DIST]   (default: the repository's dist/; the bundle goes to DIST/cli)

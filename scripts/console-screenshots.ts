@@ -1,7 +1,7 @@
 /**
  * `npm run screenshots`: imports the samples into a scratch database (on $DATABASE_URL's
- * server, else an embedded PostgreSQL), runs the projector daemon, which serves the web
- * console, and writes a screenshot of each page to docs/console/ with the system Chromium
+ * server, else an embedded PostgreSQL) and runs the projector daemon, which serves the web
+ * console. Then it writes a screenshot of each page to docs/console/ with the system Chromium
  * (/usr/bin/chromium).
  */
 import { mkdirSync } from 'node:fs';

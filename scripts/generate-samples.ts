@@ -5,8 +5,8 @@ import { SessionFactory } from '../bench/corpus.js';
 
 /**
  * Writes `samples/`, the sessions `npm start` imports on a first run: the two example logs of
- * the spec and a dozen realistic sessions from the benchmark's seeded corpus, some finished,
- * some still running (cut before their `run_terminal`), so that every dashboard view has rows.
+ * the spec and a dozen realistic sessions from the benchmark's seeded corpus. Some are finished
+ * and some still running (cut before their `run_terminal`), so that every dashboard view has rows.
  * Run with `npx tsx scripts/generate-samples.ts`; the output is committed and deterministic.
  */
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));

@@ -1,9 +1,9 @@
 /**
  * The soak: `npm run soak -- --minutes N [options]`. Writers append at a steady rate while the
  * daemon is SIGKILLed and restarted and the server's connections are killed at random (and,
- * with --server-restarts, the server restarted); at the end it prints what was appended and
- * projected, the projection lag, the faults survived, anything lost or stored twice, and the
- * result of `os-audit verify --all`. Exit code 1 on any loss, double, hole or verify failure.
+ * with --server-restarts, the server restarted). At the end it prints what was appended and
+ * projected, the projection lag and the faults survived. It also prints anything lost or stored
+ * twice, and the result of `os-audit verify --all`. Exit code 1 on any loss, double, hole or verify failure.
  *
  * With DATABASE_URL it runs in a new database on that server (CREATE DATABASE rights needed),
  * dropped at the end unless --keep; without it, on a private server in a temporary folder.

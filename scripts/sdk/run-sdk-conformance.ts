@@ -7,10 +7,10 @@
  *      log classes swapped for os-audit's;
  *   b. the whole v0.2.60 jest suite with its own classes and swapped: every test that passes
  *      with the SDK's classes passes swapped, or test/sdk/known-differences.json says why not;
- *   c. every append of the swapped runs is stored exactly; the projector folds them,
- *      `verify --all` is clean, and each session's SQL snapshot equals the seed SDK's
- *      `rebuildOsSnapshotFromSessionEvents` of its stored events, and its v0.2.60 snapshot
- *      (`os_snapshot_v0_2_60`, projected too) the in-memory fold and the v0.2.60 SDK's own;
+ *   c. every append of the swapped runs is stored exactly; the projector folds them, and
+ *      `verify --all` is clean. Each session's SQL snapshot equals the seed SDK's
+ *      `rebuildOsSnapshotFromSessionEvents` of its stored events. Its v0.2.60 snapshot
+ *      (`os_snapshot_v0_2_60`, projected too) equals the in-memory fold and the v0.2.60 SDK's own;
  *   d. the v0.2.60 runtime with a scripted model on FileSessionLog and on PostgresSessionLog
  *      gives the same events and statuses; the files imported with `os-audit import` project
  *      to the seed's rebuild (and the v0.2.60 SDK's) too.

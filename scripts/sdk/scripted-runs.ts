@@ -1,7 +1,7 @@
 /**
  * The v0.2.60 runtime (its built package, as an application imports it) driven by a scripted
- * model through a few sessions, once on the SDK's `FileSessionLog` and once on os-audit's
- * `PostgresSessionLog` with its `kernelJournal`: the sessions must come out the same.
+ * model through a few sessions. It runs once on the SDK's `FileSessionLog` and once on
+ * os-audit's `PostgresSessionLog` with its `kernelJournal`: the sessions must come out the same.
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -27,8 +27,8 @@ export async function loadSdk(): Promise<Sdk> {
 }
 
 /**
- * A model that answers each call with the next step of its script: the step is the number of
- * assistant turns already in the context, so concurrent sub-agents sharing it each follow the
+ * A model that answers each call with the next step of its script. The step is the number of
+ * assistant turns already in the context. So concurrent sub-agents sharing it each follow the
  * script from their own history, whatever order they run in.
  */
 function scriptedModel(steps: StreamEvent[][]) {

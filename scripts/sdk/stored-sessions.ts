@@ -1,8 +1,8 @@
 /**
- * What the runner proves about a database the SDK wrote to: every append stored exactly, the
- * projector's SQL snapshots verified against the spec's fold, each session's snapshot equal
- * to the seed SDK's own `rebuildOsSnapshotFromSessionEvents` of the stored events, and its
- * runtime's v0.2.60 snapshot (`os_snapshot_v0_2_60`) equal to the v0.2.60 SDK's.
+ * What the runner proves about a database the SDK wrote to. Every append is stored exactly, and
+ * the projector's SQL snapshots are verified against the spec's fold. Each session's snapshot
+ * equals the seed SDK's own `rebuildOsSnapshotFromSessionEvents` of the stored events. Its
+ * runtime's v0.2.60 snapshot (`os_snapshot_v0_2_60`) equals the v0.2.60 SDK's.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -169,7 +169,7 @@ export interface SeedComparisonReport {
 /**
  * Compares each stored session's SQL snapshot with the seed's rebuild of its stored events (as
  * the SDK reads them back: `JSON.parse` of each). A session the projector stopped is compared on
- * the events before the stop: the seed's fold has no notion of an unreadable event (it folds a
+ * the events before the stop. The seed's fold has no notion of an unreadable event (it folds a
  * missing `turn` as `undefined`), so past that point the two cannot be asked the same question.
  */
 export async function compareWithSeed(db: Kysely<DB>, rebuild: SeedRebuild): Promise<SeedComparisonReport> {
@@ -221,9 +221,9 @@ export function loadV0260Rebuild(): Promise<SdkV0260Fold> {
 }
 
 /**
- * Folds every stored event into `os_snapshot_v0_2_60` with a projector,
- * then compares each session's SQL snapshot with the in-memory fold of its stored log (where it
- * stops and why included, as `verify` would) and with the v0.2.60 SDK's rebuild of its stored
+ * Folds every stored event into `os_snapshot_v0_2_60` with a projector. Then it compares each
+ * session's SQL snapshot with the in-memory fold of its stored log, where it stops and why
+ * included, as `verify` would. It also compares it with the v0.2.60 SDK's rebuild of its stored
  * events (as the SDK reads them back: `JSON.parse` of each), written as the Rust fold's JSON
  * (`sdkV0260SnapshotAsJson`). A stopped session is compared with the SDK on the events before
  * the stop, as with the seed.

@@ -10,9 +10,9 @@ import { ProgressLine } from './progress-line.js';
 export const CATCH_UP_LOG_MS = 5000;
 
 /**
- * The progress of `project --once`, all projections together: on a terminal a live line of the
- * events folded of those behind at the start, with the rate and an ETA; otherwise a log line
- * (`event: "progress"`, at info) every {@link CATCH_UP_LOG_MS} ms while it runs. Call
+ * The progress of `project --once`, all projections together. On a terminal it is a live line
+ * of the events folded of those behind at the start, with the rate and an ETA. Otherwise it is a
+ * log line (`event: "progress"`, at info) every {@link CATCH_UP_LOG_MS} ms while it runs. Call
  * {@link done} in a `finally`.
  *
  * @example

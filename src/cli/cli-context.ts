@@ -55,9 +55,9 @@ export interface CommandDatabaseOptions {
   /** Pool size; default 2. */
   connections?: number;
   /**
-   * Ride through a database that cannot be reached or is lost (see {@link commandRetry}):
-   * `'connect'` waits for connections; `'work'` also runs `work` again from the start after a
-   * lost connection, for commands that only read, or whose writes are idempotent, and print
+   * Ride through a database that cannot be reached or is lost (see {@link commandRetry}).
+   * `'connect'` waits for connections. `'work'` also runs `work` again from the start after a
+   * lost connection: for commands that only read, or whose writes are idempotent, and that print
    * nothing before they end. Default: neither (the daemon has its own retries and reports).
    */
   rideThrough?: { io: Pick<CliIo, 'stderr'>; rerun: 'connect' | 'work' };
@@ -80,8 +80,8 @@ export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Pro
     return retry !== undefined && options.rideThrough?.rerun === 'work' ? await retryOnConnectionLoss(() => work(db), retry) : await work(db);
   } finally {
     // Sends each connection's Terminate now, without waiting for the server to hang up (about 2
-    // ms of every command): the CLI's process ends once the command returns (main.ts), and a
-    // process that goes on (the tests) has the sockets close by themselves. Ending can only fail
+    // ms of every command). The CLI's process ends once the command returns (main.ts); a process
+    // that goes on (the tests) has the sockets close by themselves. Ending can only fail
     // on a connection already broken, which there is nothing left to tell about.
     db.destroy().catch(() => {});
   }

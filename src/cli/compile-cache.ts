@@ -6,11 +6,10 @@ import { DYNAMIC_IMPORT_HOOK } from '../runtime/dynamic-import.js';
 
 /**
  * Runs the CommonJS `bundle` (the CLI, built by scripts/bundle-cli.ts) with V8's code cache of it
- * for `command`, so that Node deserializes compiled code instead of parsing and compiling half
- * a megabyte of JavaScript at every start (about a third of a short command's time; Node 20 has
- * no compile cache of its own). A cache per command (`BUNDLE.COMMAND.cache`, written when the
- * command first runs, and again when V8 refuses it: a new bundle or another Node) holds just the
- * functions that command compiled, the less to load. A folder that is not writable goes without.
+ * for `command`: parsing and compiling it at every start took about a third of a short command.
+ * The cache (`BUNDLE.COMMAND.cache`) is written when the command first runs, and again when V8
+ * refuses it. A folder that is not writable goes without.
+ * Why: docs/design/cli-start-time.md
  *
  * @example
  * ```ts

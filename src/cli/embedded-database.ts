@@ -19,10 +19,10 @@ export function embeddedDataDir(options: { dataDir?: string }, env: NodeJS.Proce
 }
 
 /**
- * The database of a command that names none: the embedded PostgreSQL in `dataDir`, started on
- * demand (or joined, when another command such as a running daemon uses it) and brought to
+ * The database of a command that names none: the embedded PostgreSQL in `dataDir`. It is started
+ * on demand, or joined when another command such as a running daemon uses it. It is brought to
  * the latest migration, since nobody else manages its schema. `user` says what uses it (for
- * `os-audit db status`); the server stops when its last user has been gone for the idle time
+ * `os-audit db status`). The server stops when its last user has been gone for the idle time
  * (`OS_AUDIT_DB_IDLE_SECONDS`, default 30 s), so that a burst of commands starts it once.
  *
  * @example

@@ -73,9 +73,9 @@ export class ProgressLine {
 }
 
 /**
- * `stream` for log lines written while a {@link ProgressLine} may be drawn on it: on a terminal
- * each write first erases the bar's line, so that a log line does not run on after the bar,
- * which draws itself again below at its next update. Not a terminal: `stream` itself.
+ * `stream` for log lines written while a {@link ProgressLine} may be drawn on it. On a terminal
+ * each write first erases the bar's line, so that a log line does not run on after the bar. The
+ * bar draws itself again below at its next update. Not a terminal: `stream` itself.
  *
  * @example
  * ```ts

@@ -3,9 +3,9 @@ import type { DB } from '../db/schema.js';
 
 /**
  * What the console's database role may read beyond the dashboard views. A member of
- * `os_audit_reader` reads the views and the snapshot tables only: no event bodies (so no
- * event JSON and no snapshot at an earlier seq, which is folded from the bodies) and not the
- * projector's bookkeeping (last error, events set aside).
+ * `os_audit_reader` reads the views and the snapshot tables only. It reads no event bodies, so
+ * no event JSON and no snapshot at an earlier seq, which is folded from the bodies. Nor does it
+ * read the projector's bookkeeping (last error, events set aside).
  */
 export interface ConsoleAccess {
   /** May read `session_events.payload`: event JSON, and folding a snapshot at a seq. */

@@ -51,11 +51,11 @@ export interface SessionQuery {
 }
 
 /**
- * One session for the console, or undefined when no event of it is stored: its overview (the
- * view `os_session_overview`), snapshot (stored, or at `atSeq` folded from the log as
- * `os-audit snapshot --at-seq` does, with the same JSON text), processes, signals and a page
- * of its event timeline (with each event's JSON where the role may read event bodies, else
- * from `os_event_activity` without them).
+ * One session for the console, or undefined when no event of it is stored. It has its overview
+ * (the view `os_session_overview`), snapshot, processes, signals and a page of its event
+ * timeline. The snapshot at `atSeq` is folded from the log as `os-audit snapshot --at-seq` does,
+ * with the same JSON text. The timeline has each event's JSON where the role may read event
+ * bodies, else comes from `os_event_activity` without them.
  *
  * @example
  * ```ts

@@ -46,8 +46,8 @@ export interface SessionPage {
 /**
  * A page of sessions, the latest activity first, from the view `os_session_overview`. Keyset
  * paging: the page after `after` (or before `before`) is a range of the index
- * `sessions_last_recorded_at_idx` (migration 0014), as cheap on the ten-thousandth page as on
- * the first; a filter walks the same index and skips the sessions not in that state.
+ * `sessions_last_recorded_at_idx` (migration 0014). So it is as cheap on the ten-thousandth page
+ * as on the first. A filter walks the same index and skips the sessions not in that state.
  *
  * @example
  * ```ts

@@ -1,10 +1,10 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * True when the store is distributed by Citus (migration 0012 ran on a Citus coordinator, and
- * created `projection_work`, which only a distributed store has):
- * `session_events` is then a hash-distributed table, and the projector and the writers take
- * the paths that hold on a cluster (see docs/scale-out.md).
+ * True when the store is distributed by Citus: migration 0012 ran on a Citus coordinator and
+ * created `projection_work`, which only a distributed store has. `session_events` is then
+ * hash-distributed, and the projector and the writers take the paths that hold on a cluster
+ * (see docs/scale-out.md).
  *
  * @example
  * ```ts
@@ -43,11 +43,10 @@ export async function notifyAppendedOnCitus(db: Kysely<any>): Promise<void> {
 
 /**
  * Wakes the projectors on the commit of the transaction `db` is in (call it on Citus only:
- * on one server the store's trigger does it). Returns the transaction's id on the coordinator
- * (the one its events' `transaction_id` hold), and the connection's global process id: the id
- * Citus gives the connection's backend on the coordinator and every backend that works for it
- * on the workers (`citus_stat_activity.global_pid`), so that another connection can wait until
- * that work has ended ({@link distributedWorkEnded}).
+ * on one server the store's trigger does it). Returns the transaction's id on the coordinator,
+ * which its events' `transaction_id` hold. Also returns the connection's global process id
+ * (`citus_stat_activity.global_pid`), shared by its backends on the coordinator and workers.
+ * With it another connection can wait until that work has ended ({@link distributedWorkEnded}).
  */
 export async function notifyAppended(db: Kysely<any>): Promise<{ transactionId: string; globalPid: string }> {
   const { rows } = await sql<{ transaction_id: string; global_pid: string }>`
@@ -57,8 +56,8 @@ export async function notifyAppended(db: Kysely<any>): Promise<{ transactionId: 
 
 /**
  * Whether every backend of the coordinator's connection `globalPid` (its own, and those that
- * worked for it on the workers) is gone or idle outside a transaction: whatever transaction it
- * had open on any node has committed or rolled back there. On Citus a transaction that wrote
+ * worked for it on the workers) is gone or idle outside a transaction. Then whatever
+ * transaction it had open on any node has committed or rolled back there. On Citus a transaction that wrote
  * on one worker commits there before the coordinator commits, so the coordinator's transaction
  * status alone does not tell when its rows on the worker are settled.
  */

@@ -32,8 +32,8 @@ const JSON_OID = 114;
 const JSONB_OID = 3802;
 
 /**
- * Values are read back exactly: `bigint` columns as numbers (seqs, positions and counters stay
- * far below 2^53; a larger one is an error, never a rounded value) and `json`/`jsonb` through
+ * Values are read back exactly. `bigint` columns are numbers: seqs, positions and counters stay
+ * far below 2^53, and a larger one is an error, never a rounded value. `json`/`jsonb` go through
  * the lossless parser, so an integer above 2^53 stays a `bigint`.
  */
 const exactTypes: pg.CustomTypesConfig = {

@@ -61,8 +61,8 @@ function boundDatabase(client: pg.PoolClient): Kysely<DB> {
 
 /**
  * Why `client` must not go back to the pool: it is still inside a transaction, open or failed.
- * Work that met an error taken for a lost connection does not roll back (on Citus, a worker that
- * went away fails the statement with SQLSTATE 08 while this connection stays up); closing the
+ * Work that met an error taken for a lost connection does not roll back. On Citus, a worker that
+ * went away fails the statement with SQLSTATE 08 while this connection stays up. Closing the
  * connection ends the transaction, rather than the pool's next user meeting it.
  */
 function leftInTransaction(client: pg.PoolClient): Error | undefined {

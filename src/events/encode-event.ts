@@ -25,9 +25,9 @@ export interface EncodedEvent {
   /** The event's `turn` when it is a u32 integer, else null: the `turn` column. */
   turn: number | null;
   /**
-   * JSON text for the `payload` column, which PostgreSQL's JSON functions can always read: the
-   * event as written (white space between tokens removed) or, when that holds a string SQL
-   * cannot read (U+0000, a lone surrogate, escaped or not), a readable stand-in.
+   * JSON text for the `payload` column, which PostgreSQL's JSON functions can always read. It
+   * is the event as written, white space between tokens removed. When that holds a string SQL
+   * cannot read (U+0000, a lone surrogate, escaped or not), it is a readable stand-in.
    */
   payload: string;
   /**
@@ -61,9 +61,10 @@ export interface EncodeOptions extends Limits {
  * as it is, white space between tokens removed. `value` is the text already parsed (with
  * `parseJson`), when the caller has it.
  *
- * Refused: text of more than `maxEventBytes` bytes (64 MiB by default), text that is not JSON, a value that is not an object or has no non-empty string
- * `kind`, a key repeated in one object, nesting deeper than `MAX_JSON_DEPTH`; under `strict`,
- * whatever the Rust core's decoder refuses.
+ * Refused: text of more than `maxEventBytes` bytes (64 MiB by default), text that is not JSON,
+ * a value that is not an object or has no non-empty string `kind`. Also refused: a key repeated
+ * in one object, nesting deeper than `MAX_JSON_DEPTH`, and under `strict` whatever the Rust
+ * core's decoder refuses.
  *
  * @example
  * ```ts
@@ -101,9 +102,9 @@ export function encodeEventValue(value: JsonValue, origin: EventOrigin, options:
 
 /**
  * Encodes one event as the runtime's SDKs hand it to their session log, a plain JavaScript
- * object, stored as `JSON.stringify` writes it (as the SDKs' `FileSessionLog` does: members
- * that are `undefined` dropped, `NaN` and `Infinity` written `null`); the same refusals as
- * {@link encodeEventText}.
+ * object. It is stored as `JSON.stringify` writes it, as the SDKs' `FileSessionLog` does:
+ * members that are `undefined` dropped, `NaN` and `Infinity` written `null`. The refusals are
+ * those of {@link encodeEventText}.
  *
  * @example
  * ```ts
@@ -124,8 +125,8 @@ export function encodeSdkEvent(event: object, origin: EventOrigin, options: Enco
 
 /**
  * The row of `event`, of which `text` is the JSON text written. The text is what is stored, so
- * the `kind` and `turn` columns must be its own: they are read off the object only where it
- * shows them as the text has them, else from the text (which also refuses it when it is no event).
+ * the `kind` and `turn` columns must be its own. They are read off the object only where it
+ * shows them as the text has them, else from the text, which also refuses what is no event.
  */
 function encodeWritten(event: unknown, text: string | undefined, origin: EventOrigin, options: EncodeOptions): EncodedEvent {
   if (text === undefined || !text.startsWith('{')) throw new InvalidEventError(origin, `the event: expected an object, got ${describeJsonValue(event)}`);
@@ -135,11 +136,10 @@ function encodeWritten(event: unknown, text: string | undefined, origin: EventOr
 }
 
 /**
- * The row of an event whose compact JSON text (no white space between tokens) is known to be
- * JSON, whose size was checked, and whose `kind` (a non-empty string) and `turn` are known,
- * when it is stored exactly as written; `undefined` when only a parse of the text can tell
- * (under `strict`, or when it may hold a string SQL cannot read): then encode it with
- * {@link encodeEventText}.
+ * The row of an event stored exactly as written, skipping the parse. The caller vouches that
+ * the compact JSON text is JSON, that its size was checked, and that `kind` (a non-empty
+ * string) and `turn` are the text's. `undefined` when only a parse can tell (under `strict`, or
+ * when it may hold a string SQL cannot read): then use {@link encodeEventText}.
  *
  * @example
  * ```ts
@@ -154,8 +154,8 @@ export function encodeAsWritten(compactText: string, shown: { kind: string; turn
 
 /**
  * The object's `kind` (a non-empty string) and `turn` as its JSON text has them, when they are
- * plain own data members; `undefined` when only the text can tell (a getter, an inherited or
- * non-enumerable member, a `toJSON`, a `kind` that is no such string).
+ * plain own data members. `undefined` when only the text can tell: a getter, an inherited or
+ * non-enumerable member, a `toJSON`, a `kind` that is no such string.
  */
 function kindAndTurnAsWritten(event: object): { kind: string; turn: unknown } | undefined {
   if (typeof (event as { toJSON?: unknown }).toJSON === 'function') return undefined;

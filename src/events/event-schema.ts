@@ -4,9 +4,10 @@
  *
  * {@link EVENT_SCHEMA} is a table of field specs per kind, written with the small vocabulary
  * below (`u32`, `u64`, `str`, `bool`, `stringList`, …). Its type, {@link EventSchema}, is
- * derived from the interfaces of `session-event.ts`, so the compiler refuses a table that
- * forgets a field, names a field the interface does not have, gives a field a spec of
- * another value type, or marks an optional (`?`) field required (or the reverse).
+ * derived from the interfaces of `session-event.ts`, so the compiler checks the table. It
+ * refuses a table that forgets a field or names a field the interface does not have. It also
+ * refuses a spec of another value type, and an optional (`?`) field marked required or the
+ * reverse.
  *
  * The validator does not walk this table for every event: {@link COMPILED_KINDS} holds, per
  * kind, the precomputed list of fields, built once when the module loads.

@@ -15,9 +15,9 @@ export interface Limits {
 }
 
 /**
- * 64 MiB: far under PostgreSQL's 1 GB for one `json` value and one protocol message, while
- * reading and encoding one event takes a few times its size in memory (its line, its string,
- * its parsed value, the text sent): a few hundred MiB at worst.
+ * 64 MiB: far under PostgreSQL's 1 GB for one `json` value and one protocol message. Reading
+ * and encoding one event takes a few times its size in memory (its line, its string, its parsed
+ * value, the text sent): a few hundred MiB at worst.
  */
 export const DEFAULT_MAX_EVENT_BYTES = 64 * 2 ** 20;
 

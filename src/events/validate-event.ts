@@ -2,9 +2,9 @@
  * Validation of one event against the wire contract (`shared/spec/session-events.md`,
  * sections 1 and 2), with the rules of the runtime's Rust (serde) decoder.
  *
- * Speed matters (this runs on every ingested event): the per-kind field lists are compiled
- * once in `event-schema.ts`; a first pass checks without building any path or message, and
- * only an invalid event is walked a second time to collect every issue with its path.
+ * Speed matters: this runs on every ingested event. The per-kind field lists are compiled once
+ * in `event-schema.ts`. A first pass checks without building any path or message; only an
+ * invalid event is walked a second time to collect every issue with its path.
  *
  * @module
  */

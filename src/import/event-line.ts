@@ -47,9 +47,9 @@ const STREAM_LINE_FIELDS = ['session_id', 'seq', 'event'];
 const EVENT_COLUMN_MEMBERS = ['kind', 'turn'];
 
 /**
- * The line as its scan shows it, when every member is written plainly (the seq as digits, the
- * session id and the kind as strings without escapes, the turn as digits or absent) and the
- * event can be stored as written; else undefined. It refuses what {@link parseEventLine} would
+ * The line as its scan shows it, when every member is written plainly and the event can be
+ * stored as written; else undefined. Plainly means the seq as digits, the session id and the
+ * kind as strings without escapes, the turn as digits or absent. It refuses what {@link parseEventLine} would
  * refuse first, with the same error.
  */
 function readScannedLine(text: string, scan: JsonObjectScan, origin: EventOrigin, options: EncodeOptions): EventLine | undefined {

@@ -4,9 +4,9 @@ import { EVENT_LIMIT_HINT, type Limits, maxEventBytesOf, maxLineBytes } from '..
 import { InvalidUtf8Error, LineTooLongError, type NumberedLine, readLines } from './read-lines.js';
 
 /**
- * The lines of an input of events, a chunk at a time, at most {@link maxLineBytes} each: a line
- * that is not UTF-8 or is too long is an {@link InvalidEventError} naming `where` (the file,
- * and the session when it is known) and the line, and the rest of the input is left unread.
+ * The lines of an input of events, a chunk at a time, at most {@link maxLineBytes} each. A line
+ * that is not UTF-8 or is too long is an {@link InvalidEventError} naming the line and `where`
+ * (the file, and the session when it is known). The rest of the input is then left unread.
  *
  * @example
  * ```ts

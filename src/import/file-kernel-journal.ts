@@ -8,6 +8,7 @@ import { type JournalEntry, MAX_CHAIN_POSITION } from '../session-log/postgres-k
  * The kernel journal folder of a v0.2.60 log folder (`<dir>/kernel-journal/`), read as the SDK's
  * `FileKernelJournal` reads it (`node/src/runtime/kernel-journal.ts`):
  *
+ * ```text
  *   op-<base64url of the operation id>/
  *     records/<12-digit step_seq>.rec      {step_seq, record_digest, previous_record_digest?, record_bytes: base64}
  *     checkpoints/<12-digit ordinal>.ckpt  {ordinal, checkpoint_id, previous_checkpoint_id?, covered_head,
@@ -15,6 +16,7 @@ import { type JournalEntry, MAX_CHAIN_POSITION } from '../session-log/postgres-k
  *     checkpoints/<12-digit ordinal>.ack   present once that checkpoint is acknowledged
  *     pruned.json                          {through_step_seq, covered_head}: the anchor of a pruned prefix
  *     outbound.json                        the staged outbound envelope, as written
+ * ```
  *
  * Anything else (`tmp/`, names that break these rules: what a crash leaves) is ignored, as the
  * SDK ignores it. What breaks the journal's own rules is an {@link InvalidJournalError} naming
@@ -126,9 +128,9 @@ export async function readOperationState(operation: JournalOperationFolder): Pro
 }
 
 /**
- * The operation's retained records in chain order, `chunkSize` at a time, each checked to link to
- * the one before: step_seqs without a gap, each `previous_record_digest` the digest before it,
- * the first one the genesis (step 0) or linked to the pruned anchor. At the end, each checkpoint
+ * The operation's retained records in chain order, `chunkSize` at a time, each checked to link
+ * to the one before. Step_seqs have no gap, and each `previous_record_digest` is the digest
+ * before it. The first one is the genesis (step 0) or links to the pruned anchor. At the end, each checkpoint
  * is checked to cover a record of this chain (one pruned since cannot be checked).
  */
 export async function* recordsOf(state: OperationState, chunkSize: number): AsyncGenerator<FolderRecord[]> {

@@ -52,10 +52,10 @@ export interface ImportReport extends WriteCounts {
 }
 
 /**
- * Imports the runtime's logs from `source`: a directory of `<session_id>.jsonl` files (each line
- * `{"seq": N, "event": {…}}`), one such file, or one JSONL stream (a file, or `-` for standard
- * input) whose lines are `{"session_id": "…", "seq": N, "event": {…}}`. Symbolic links are
- * followed.
+ * Imports the runtime's logs from `source`. That is a directory of `<session_id>.jsonl` files
+ * (each line `{"seq": N, "event": {…}}`), or one such file. Or it is one JSONL stream (a file,
+ * or `-` for standard input) whose lines are `{"session_id": "…", "seq": N, "event": {…}}`.
+ * Symbolic links are followed.
  *
  * Atomic units: a session's file is stored whole or not at all (a bad file of a directory is
  * reported and the others go on); a stream is stored whole or not at all. Importing the same
@@ -169,10 +169,10 @@ export async function importDirectory(store: EventStore, directory: string, opti
 }
 
 /**
- * Imports the `<session_id>.jsonl` files of a directory. Each file is its own atomic unit: small
- * files are read and checked first, then stored a group at a time (one transaction per group
- * of about `chunkSize` events; a group the database refuses is stored again file by file, so a
- * bad file never takes its neighbours down); a file larger than that is streamed in its own
+ * Imports the `<session_id>.jsonl` files of a directory. Each file is its own atomic unit.
+ * Small files are read and checked first, then stored a group at a time, one transaction per
+ * group of about `chunkSize` events. A group the database refuses is stored again file by file,
+ * so a bad file never takes its neighbours down. A file larger than that is streamed in its own
  * transaction. Up to `concurrency` groups are stored at once, while the next ones are read.
  * A file without events is reported in `emptyLogs`; a symbolic link is followed, and one that
  * leads to no file is refused.

@@ -37,12 +37,12 @@ const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 
 /**
- * Splits a byte stream into lines with bounded memory (the lines of one chunk of the stream at
- * a time, and at most `maxLineBytes` of a line that spans chunks, whatever the stream's size),
+ * Splits a byte stream into lines with bounded memory, whatever the stream's size: the lines
+ * of one chunk at a time, and at most `maxLineBytes` of a line that spans chunks. They are
  * handed out a chunk's worth at a time: one await per chunk rather than per line. A long line
  * costs time in proportion to its length: its pieces are joined once, at its end. Blank lines
- * (JSON's white space only) are skipped but counted; a byte-order mark opening the input is dropped; `\r\n` endings are
- * accepted. A line that is not UTF-8 is an {@link InvalidUtf8Error}, a line longer than
+ * (JSON's white space only) are skipped but counted. A byte-order mark opening the input is
+ * dropped; `\r\n` endings are accepted. A line that is not UTF-8 is an {@link InvalidUtf8Error}, a line longer than
  * `maxLineBytes` a {@link LineTooLongError}: the stream is then left unread.
  *
  * @example

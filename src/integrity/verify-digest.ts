@@ -20,10 +20,10 @@ export interface DigestFileCheck {
 }
 
 /**
- * Checks digest files (one, or every `*.json` of a folder, in name order, which is the order
- * the daemon and `os-audit digest --dir` write them in): each one's signature with `publicKey`,
- * its root against its heads, that each names the one before it, and that the log still holds
- * exactly what each covers.
+ * Checks digest files: one, or every `*.json` of a folder in name order, the order the daemon
+ * and `os-audit digest --dir` write them in. It checks each one's signature with `publicKey`
+ * and its root against its heads. It checks that each names the one before it, and that the log
+ * still holds exactly what each covers.
  */
 export async function verifyDigests(db: Kysely<DB>, path: string, options: { publicKey?: KeyObject; isFolder: boolean }): Promise<DigestFileCheck[]> {
   const files = options.isFolder ? (await readdir(path)).filter((name) => name.endsWith('.json')).sort().map((name) => join(path, name)) : [path];

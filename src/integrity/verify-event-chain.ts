@@ -83,8 +83,8 @@ async function checkLinks(db: Kysely<DB>, chosen: RawBuilder<unknown>, wholeLog:
                               || int8send(e.seq) || convert_to(coalesce(e.payload_text, e.payload::text), 'UTF8'))`;
   return db.transaction().execute(async (trx) => {
     // Planned for the whole log, the pass is a parallel hash join of the events with their
-    // predecessors' hashes. JIT compiles for longer than it saves on it; the hashes (about 100
-    // bytes an event) are kept in memory rather than the events' texts spilled in batches; and a
+    // predecessors' hashes. JIT compiles for longer than it saves on it. The hashes (about 100
+    // bytes an event) are kept in memory rather than the events' texts spilled in batches. A
     // memoized look-up per event, which the planner can take for cheaper, never hits its cache.
     await sql`SET LOCAL jit = off`.execute(trx);
     await sql`SET LOCAL work_mem = '64MB'`.execute(trx);

@@ -2,8 +2,8 @@ import { JsonFloat, type JsonArray, type JsonObject, type JsonValue } from './js
 
 /**
  * The deepest nesting of arrays and objects in one event (the event object itself is level 1),
- * on every path into the store: {@link parseJson} accepts no deeper text, and an event read
- * out of an envelope (`{"seq": N, "event": {…}}`) may go as deep as one given alone.
+ * on every path into the store. {@link parseJson} accepts no deeper text. An event read out of
+ * an envelope (`{"seq": N, "event": {…}}`) may go as deep as one given alone.
  */
 export const MAX_JSON_DEPTH = 512;
 
@@ -17,7 +17,7 @@ export type JsonParseErrorCode = 'syntax' | 'duplicate_key' | 'too_deep';
  * Why {@link parseJson} refused a text, and where.
  *
  * `offset` is the 0-based UTF-16 index into the text of the offending character (the text's
- * length when the input ended too early); `line` and `column` are 1-based and count UTF-16
+ * length when the input ended too early). `line` and `column` are 1-based and count UTF-16
  * units, with LF, CR and CRLF each ending a line (for one-line input `column` is `offset + 1`).
  */
 export class JsonParseError extends Error {
@@ -139,9 +139,11 @@ class DuplicateKeyFault {
 
 /*
  * Character codes are written as literals in the hot paths:
+ * ```text
  *   0x09 tab  0x0a LF  0x0d CR  0x20 space  0x22 "  0x2b +  0x2c ,  0x2d -  0x2e .  0x2f /
  *   0x30-0x39 0-9  0x3a :  0x45 E  0x5b [  0x5c \  0x5d ]  0x62 b  0x65 e  0x66 f  0x6e n
  *   0x72 r  0x74 t  0x75 u  0x7b {  0x7d }
+ * ```
  */
 
 /** Integer literals with at most this many digits are always safe integers. */

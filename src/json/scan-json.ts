@@ -1,9 +1,9 @@
 /**
  * A check of JSON text that builds no value: the fast path for the lines of a log, whose events
- * are mostly stored as written and not read. It never accepts a text that `parseJson` refuses;
- * on anything out of the ordinary (an error, an escaped or long key, an object of many members,
- * deep nesting, a top level that is no object) it gives up, and the caller parses the text, for its
- * value or for its exact error.
+ * are mostly stored as written and not read. It never accepts a text that `parseJson` refuses.
+ * On anything out of the ordinary it gives up: an error, an escaped or long key, an object of
+ * many members, deep nesting, a top level that is no object. The caller then parses the text,
+ * for its value or for its exact error.
  *
  * @module
  */
@@ -32,8 +32,8 @@ export interface JsonObjectScan {
 
 /**
  * Checks that `text` is one JSON object as `parseJson` would, with every key written without an
- * escape, and says where its members stand, and those named `innerKeys` of its member `inner`:
- * or gives up (undefined), and the text must be parsed to know what it is.
+ * escape. Says where its members stand, and those named `innerKeys` of its member `inner`. Gives
+ * up (undefined) when only a parse of the text can tell what it is.
  *
  * @example
  * ```ts

@@ -39,8 +39,8 @@ const MAYBE_UNREADABLE_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
 /**
  * Whether the JSON text of an event may hold a string SQL cannot read; when false, the text is
  * stored as it is. Such a string is written with an escape (`\u0000`, a lone `\ud800`), looked
- * for only where a `\u` is, or holds a lone surrogate as it is, which PostgreSQL text cannot
- * hold at all (the driver would send U+FFFD): two native scans.
+ * for only where a `\u` is. Or it holds a lone surrogate as it is, which PostgreSQL text cannot
+ * hold at all (the driver would send U+FFFD). Two native scans tell.
  *
  * @example
  * ```ts
@@ -57,8 +57,8 @@ export function mayHoldUnreadableString(text: string): boolean {
  * A copy of an event that PostgreSQL's JSON functions can read, or `undefined` when the event
  * holds no string they cannot (then its own text is readable as it is). Every string value
  * holding U+0000 or a lone surrogate becomes `{"os_audit_unstorable_string": …}` with U+FFFD
- * in their place, so that a reader of that field finds an object where it expects a string
- * and knows why; keys, and the top-level `kind` (the `kind` column), get U+FFFD in place.
+ * in their place. A reader of that field then finds an object where it expects a string, and
+ * knows why. Keys, and the top-level `kind` (the `kind` column), get U+FFFD in place.
  *
  * @example
  * ```ts

@@ -2,9 +2,9 @@ import { JsonFloat, type JsonValue } from './json-value.js';
 import { MAX_JSON_DEPTH, TOO_DEEP_MESSAGE } from './parse-json.js';
 
 /**
- * Writes a value as compact JSON text, as `JSON.stringify` writes it, except that nothing
- * `parseJson` keeps is lost: a `bigint` is written as its digits (where `JSON.stringify`
- * throws), a {@link JsonFloat} as its `text`, the number `-0` as `-0` (not `0`).
+ * Writes a value as compact JSON text, as `JSON.stringify` writes it, but losing nothing
+ * `parseJson` keeps. A `bigint` is written as its digits (where `JSON.stringify` throws), a
+ * {@link JsonFloat} as its `text`, the number `-0` as `-0` (not `0`).
  *
  * The rest follows `JSON.stringify`, so that an event given as a value is stored as the SDKs'
  * file log would write it:

@@ -41,10 +41,10 @@ export interface ProjectorMonitor {
 }
 
 /**
- * Serves a projector daemon's metrics and health over HTTP: `/metrics` (Prometheus text),
- * `/healthz` (200 while the process answers) and `/readyz` (200 while the daemon does its job
- * for every projection, else 503 with the reasons), with each projection's status read every
- * second.
+ * Serves a projector daemon's metrics and health over HTTP, reading each projection's status
+ * every second. `/metrics` is Prometheus text; `/healthz` is 200 while the process answers.
+ * `/readyz` is 200 while the daemon does its job for every projection, else 503 with the
+ * reasons.
  *
  * @example
  * ```ts

@@ -420,9 +420,9 @@ export class PostgresKernelJournal {
   }
 
   /**
-   * Runs `work`, again on a new connection while the connection is lost (each method is safe
-   * to run again: a read, an idempotent write, or a compare-and-set that recognizes its own
-   * earlier success), throwing refusals as the configured classes and anything else as an I/O failure.
+   * Runs `work`, again on a new connection while the connection is lost. Each method is safe to
+   * run again: a read, an idempotent write, or a compare-and-set that recognizes its own earlier
+   * success. Refusals are thrown as the configured classes, anything else as an I/O failure.
    */
   private async run<T>(work: (attempt: number) => Promise<T>): Promise<T> {
     try {

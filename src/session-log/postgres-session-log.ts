@@ -102,8 +102,8 @@ interface QueuedAppend {
 
 /**
  * The runtime's {@link SessionLog} kept in the os-audit event store, a drop-in for the SDKs'
- * `FileSessionLog` and `InMemorySessionLog`: the agent runtime writes its sessions straight to
- * PostgreSQL, where the projector folds them into the snapshot tables, and keeps its kernel
+ * `FileSessionLog` and `InMemorySessionLog`. The agent runtime writes its sessions straight to
+ * PostgreSQL, where the projector folds them into the snapshot tables. It keeps its kernel
  * journal there too ({@link kernelJournal}).
  *
  * - **Stored as written.** Each event is stored as `JSON.stringify` writes it (as the SDKs'

@@ -14,9 +14,9 @@ export interface SessionLogEntry<Event = SessionLogEvent> {
 export type KernelPrimitive = 'syscall' | 'sched' | 'mm';
 
 /**
- * The agent runtime's session log, with the shape of the deepstrike SDKs' `SessionLog` (the
- * same at SDK 0.2.36 and v0.2.60; its `FileSessionLog` keeps one `<session_id>.jsonl` per
- * session): each session is an ordered, append-only list of events numbered by `seq` from 0,
+ * The agent runtime's session log, with the shape of the deepstrike SDKs' `SessionLog`: the
+ * same at SDK 0.2.36 and v0.2.60, whose `FileSessionLog` keeps one `<session_id>.jsonl` per
+ * session. Each session is an ordered, append-only list of events numbered by `seq` from 0,
  * without gaps.
  *
  * @example

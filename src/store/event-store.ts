@@ -71,9 +71,9 @@ export class EventStore {
   private readonly connectionRetry: ConnectionRetry | false;
 
   /**
-   * `db`: from `openDatabase` (or a transaction of one), or a Kysely on a pool of your own: the
-   * store reads seqs, positions and counts as numbers whether the pool's type parser gives them
-   * as numbers (`openDatabase`'s) or as strings (pg's default), and reads events as text.
+   * `db`: from `openDatabase` (or a transaction of one), or a Kysely on a pool of your own. The
+   * store reads seqs, positions and counts as numbers whichever way the pool's type parser gives
+   * them (numbers as `openDatabase`'s, strings as pg's default), and reads events as text.
    * `connectionRetry`: how long an append or read outside a transaction keeps trying while the
    * connection to PostgreSQL is lost (default: for 60 s, with backoff); `false` fails
    * at once. Appends are never stored twice by it (see {@link append}).
@@ -260,7 +260,7 @@ export class EventStore {
    * looked at, not only the transaction's status: after a crash, PostgreSQL may hand the id of
    * a transaction that never reached the disk to a later one, whose commit would then answer
    * for it. On Citus the events are on a worker, whose part of the transaction commits before
-   * the coordinator's and may still be under way once the coordinator's has ended: they are
+   * the coordinator's and may still be under way once the coordinator's has ended. So they are
    * looked at once every backend of the connection (`globalPid`) has ended its transaction.
    */
   private async committedHere(

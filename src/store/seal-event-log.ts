@@ -30,34 +30,24 @@ export interface SealOptions {
   /** How long the swap waits for the writers' transactions to end before it gives up; default 10 s. */
   lockTimeoutMs?: number;
   /**
-   * The most events the swap may move while writers and readers wait for it, default 100,000:
-   * those of the transactions from the end of the sealed range on (the last one every projection
-   * has folded, which stays unsealed, or one still running, and every later one). With more,
-   * the seal seals nothing and says so.
+   * The most events the swap may move while writers and readers wait for it, default 100,000.
+   * It moves the events of the transactions from the end of the sealed range on. That is the
+   * last one every projection has folded (it stays unsealed) or one still running, and every
+   * later one. With more, the seal seals nothing and says so.
    */
   maxMovedEvents?: number;
 }
 
 /**
- * Seals the history of the log that every registered projection has folded: the events of the
- * transactions older than every projection's checkpoint (older than every running transaction,
- * with no projection) are copied, a session's events together, from the heap partition that
- * takes appends into a new `citus_columnar` partition, compressed (about a fifth of the row
- * store's size for events of 550 bytes), and the heap partition is swapped for one holding only
- * the newer transactions' events, in one short transaction. Every reader of `session_events`
- * reads on as before: the table is partitioned by range of `transaction_id`, and its triggers,
- * privileges and views are the parent's; a projector's batch reads only the partitions its
- * checkpoint has not passed. The first seal makes the row store the first partition without
- * moving a row. Sealed events are never changed (columnar takes no UPDATE or DELETE, and the
- * store refuses them anyway); a seq already sealed cannot be stored again
- * (`session_events_sealed_unique`).
+ * Moves the history every registered projection has folded into a compressed `citus_columnar`
+ * partition (about a fifth of the row store's size), in one short swap. Readers of
+ * `session_events` read on as before; sealed events are never changed.
+ * Why: docs/design/sealed-history.md
  *
- * Needs the `citus_columnar` extension on the server (it comes with Citus) and a role that may
- * create it and change the tables (the owner's, as for `migrate`); not on a store distributed
- * by Citus. Writers and readers wait for the swap, which moves the events of the transactions
- * the projections have not folded yet; when there are more than `maxMovedEvents` of them, or
- * the writers' transactions do not end within `lockTimeoutMs`, nothing is swapped and the seal
- * fails, to be run again.
+ * Needs the `citus_columnar` extension (it comes with Citus) and a role that may create it and
+ * change the tables, as for `migrate`; not on a store distributed by Citus. When the swap would
+ * move more than `maxMovedEvents` events, or the writers' transactions do not end within
+ * `lockTimeoutMs`, nothing is swapped and the seal fails, to be run again.
  *
  * @example
  * ```ts
@@ -80,7 +70,6 @@ export async function sealEventLog(db: Kysely<DB>, options: SealOptions = {}): P
     }
   });
 }
-
 
 /**
  * The log's functions that look one session's events up by index: the contiguity check (0015),
@@ -152,8 +141,8 @@ async function sealHeldLock(db: Kysely<DB>, options: SealOptions): Promise<SealR
  * Creates `name`, an empty columnar table with the log's columns and owner, to be filled and
  * attached as a sealed partition; and sets the log's look-ups of events to read sealed ones by
  * index. Set here rather than in a migration: citus_columnar has just been loaded into the
- * session by the CREATE, and a role other than a superuser may set its setting on a function
- * only then (a migration's session may not have loaded it). So a store partitioned before
+ * session by the CREATE. A role other than a superuser may set its setting on a function only
+ * then, and a migration's session may not have loaded it. So a store partitioned before
  * migration 0017 defined the chain's functions gets the setting on them from the backfill that
  * rewrites its sealed partitions, or from its next seal.
  */
@@ -245,9 +234,9 @@ async function ensureColumnar(db: Kysely<DB>): Promise<void> {
 }
 
 /**
- * Makes `session_events` a table partitioned by range of `transaction_id` whose only partition is
- * the row store as it is (`FROM (MINVALUE) TO (MAXVALUE)`: no row is checked or moved), in one
- * transaction: the parent takes over the table's name, identity, constraints, indexes,
+ * Makes `session_events` a table partitioned by range of `transaction_id`, in one transaction.
+ * Its only partition is the row store as it is (`FROM (MINVALUE) TO (MAXVALUE)`: no row is
+ * checked or moved). The parent takes over the table's name, identity, constraints, indexes,
  * triggers, privileges and the views that read it.
  */
 async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise<EventLogLayout> {
@@ -292,10 +281,10 @@ async function partitionEventLog(db: Kysely<DB>, lockTimeoutMs: number): Promise
 }
 
 /**
- * The swap, in one transaction under an exclusive lock of `session_events` (writers wait): the
- * events of the transactions after the sealed range (those the projections have not all
- * folded, and those still running when the lock was asked for, committed now) move to a new
- * heap partition, and the sealed table takes the range's place.
+ * The swap, in one transaction under an exclusive lock of `session_events` (writers wait). The
+ * events of the transactions after the sealed range move to a new heap partition: those the
+ * projections have not all folded, and those still running when the lock was asked for
+ * (committed now). The sealed table takes the range's place.
  */
 async function swap(
   db: Kysely<DB>,

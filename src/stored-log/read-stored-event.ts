@@ -7,10 +7,10 @@ import { CorruptEventError } from './corrupt-event-error.js';
 import type { StoredEventText } from './stored-event.js';
 
 /**
- * A stored event's text read as an event with `parse` (`parseJson` by default, or `JSON.parse`),
- * or a {@link CorruptEventError} naming its session and seq when the text is not JSON, not a
- * JSON object, or not of its row's kind: a reader never gets a bare `SyntaxError`, nor a value
- * that is no event.
+ * A stored event's text read as an event with `parse` (`parseJson` by default, or `JSON.parse`).
+ * Throws a {@link CorruptEventError} naming its session and seq when the text is not JSON, not
+ * a JSON object, or not of its row's kind. So a reader never gets a bare `SyntaxError`, nor a
+ * value that is no event.
  *
  * @example
  * ```ts

@@ -65,13 +65,14 @@ export interface VerifyFolderOptions extends Limits {
 const STORED_SESSIONS_PER_PAGE = 10_000;
 
 /**
- * Checks the runtime's own log folder against the database: whether each session's stored
- * events are, byte for byte, what `os-audit import` of the folder would store (each line read,
- * checked and encoded by the import's own code, and compared as a re-import compares it), which
- * sessions the database lacks and which it has that the folder does not. Every session is
- * checked, whatever was found before it; a line that import would refuse is reported for its
- * session, not thrown. The files are streamed and compared a chunk of events per query, the
- * database's sessions read a page at a time: memory stays bounded, but for the folder's listing.
+ * Checks the runtime's own log folder against the database. It tells whether each session's
+ * stored events are, byte for byte, what `os-audit import` of the folder would store. Each line
+ * is read, checked and encoded by the import's own code, and compared as a re-import compares
+ * it. It also tells which sessions the database lacks and which it has that the folder does
+ * not. Every session is checked, whatever was found before it; a line that import would refuse
+ * is reported for its session, not thrown. Memory stays bounded but for the folder's listing:
+ * the files are streamed and compared a chunk of events per query, the database's sessions read
+ * a page at a time.
  *
  * The session logs alone are compared: a v0.2.60 folder's `kernel-journal/` is not. Events
  * stored before migration 0007, whose text jsonb rewrote, match by value, as a re-import finds.
@@ -113,9 +114,9 @@ export async function verifyAgainstFolder(db: Kysely<DB>, directory: string, opt
 }
 
 /**
- * The session files of a folder, compared with the database a chunk of events at a time: each
- * file's events are held until their chunk is compared, and a session is told about once its
- * file is read to its end and all its events are compared.
+ * The session files of a folder, compared with the database a chunk of events at a time. Each
+ * file's events are held until their chunk is compared. A session is told about once its file
+ * is read to its end and all its events are compared.
  */
 class FolderComparison {
   private rows: PendingRow[] = [];
@@ -174,9 +175,9 @@ class FolderComparison {
   }
 
   /**
-   * Finds, among rows of stored sessions, each session's lowest seq stored otherwise: with the
-   * store's own re-import comparison, one query for the rows that match and one more per row
-   * found differing (rows of a seq above their session's difference are no longer compared).
+   * Finds, among rows of stored sessions, each session's lowest seq stored otherwise. It uses
+   * the store's own re-import comparison: one query for the rows that match, and one more per row
+   * found differing. Rows of a seq above their session's difference are no longer compared.
    */
   private async compare(rows: readonly PendingRow[]): Promise<void> {
     let remaining = rows;

@@ -1,15 +1,15 @@
 /**
  * fast-check arbitraries of session events as they are written on the wire
- * (`shared/spec/session-events.md`, sections 1 and 2): every generated event is VALID, i.e.
- * `validateEvent` accepts it, but it is the raw JSON object — default fields may be missing,
- * optional fields missing or `null`, `agent_process_changed.state` sometimes missing, extra
- * fields present — so it can be stored, validated, imported and folded by every part of the
- * project. Values are {@link JsonValue}s: u64 above 2^53 are `bigint`, literal floats in free
- * JSON are {@link JsonFloat}s, objects are plain objects built with `Object.fromEntries` (so
- * a `__proto__` key is an own property, never the prototype).
+ * (`shared/spec/session-events.md`, sections 1 and 2). Every generated event is VALID:
+ * `validateEvent` accepts it. But it is the raw JSON object, so it can be stored, validated,
+ * imported and folded by every part of the project. Default fields may be missing, optional
+ * fields missing or `null`, `agent_process_changed.state` sometimes missing, extra fields
+ * present. Values are {@link JsonValue}s: u64 above 2^53 are `bigint`, literal floats in free
+ * JSON are {@link JsonFloat}s. Objects are plain objects built with `Object.fromEntries`, so a
+ * `__proto__` key is an own property, never the prototype.
  *
  * Pools of agent ids, signal ids, call ids… are small so that agents repeat within a log and
- * upserts and orderings get exercised; they contain hostile names (`__proto__`, `constructor`,
+ * upserts and orderings get exercised. They contain hostile names (`__proto__`, `constructor`,
  * the empty string, non-ASCII) that break code keying plain objects by id.
  *
  * @example

@@ -1,10 +1,10 @@
 /**
  * fast-check arbitraries of events in any shape a runtime may write for the kinds the snapshot
- * reads (shared/spec/session-events.md, section 3): each field it reads missing, `null`, of its
- * type, or of another (a number as a string, a float, `1e2`, `-0`, an integer past u32, a
- * bigint, a string holding U+0000 or a lone surrogate, an object…), beside the fields it does
- * not read and the counted and ignored kinds. As JSON text (exact number text kept), since
- * that is what is stored.
+ * reads (shared/spec/session-events.md, section 3). Each field it reads is missing, `null`, of
+ * its type, or of another: a number as a string, a float, `1e2`, `-0`, an integer past u32, a
+ * bigint, a string holding U+0000 or a lone surrogate, an object. Beside them come the fields
+ * it does not read and the counted and ignored kinds. As JSON text (exact number text kept),
+ * since that is what is stored.
  *
  * @example
  * ```ts

@@ -1,10 +1,10 @@
 /**
  * fast-check arbitraries of session events for the v0.2.60 snapshot
- * (`projections/os-snapshot-v0-2-60`): the kinds it reads, shaped from its own reads (each
- * field's type and what a missing one reads as), the kinds it counts and kinds it ignores, with
- * any fields. Optional fields are sometimes missing or `null`, `whenTyped` ones sometimes of
- * another type; with `unreadable`, an event now and then has a field the projection cannot read
- * (missing, `null`, of another type, out of range, a string SQL text cannot hold).
+ * (`projections/os-snapshot-v0-2-60`). The kinds it reads are shaped from its own reads: each
+ * field's type and what a missing one reads as. The kinds it counts and kinds it ignores come
+ * with any fields. Optional fields are sometimes missing or `null`, `whenTyped` ones sometimes
+ * of another type. With `unreadable`, an event now and then has a field the projection cannot
+ * read (missing, `null`, of another type, out of range, a string SQL text cannot hold).
  *
  * @example
  * ```ts
@@ -37,9 +37,9 @@ export interface ArbitraryV0260Options {
   unreadable?: boolean;
   /**
    * Only what the v0.2.60 Node SDK's own fold (`rebuildOsSnapshotFromSessionEvents`) folds as
-   * the Rust core does: no empty `reservation_id` or `parent_session_id` (it drops a falsy
-   * one), `tokens` a safe integer (it reads a JSON number), `pending_call_ids` always a list (it
-   * keeps a missing one missing). Default false.
+   * the Rust core does. No empty `reservation_id` or `parent_session_id`: it drops a falsy one.
+   * `tokens` a safe integer: it reads a JSON number. `pending_call_ids` always a list: it keeps
+   * a missing one missing. Default false.
    */
   sdkComparable?: boolean;
 }

@@ -5,10 +5,10 @@ import type { CitusNodes } from './citus-cluster.js';
 import { type ScratchDatabase, databaseUrl, dropDatabase, withClient } from './scratch-database.js';
 
 /**
- * Creates a database with a unique name on every node of a Citus cluster, with Citus created
- * in it on every node and the coordinator and workers registered in it (Citus keeps its nodes
- * per database, and creates no database on the workers itself), migrated unless
- * `migrate: false`; `drop()` closes it and removes it from every node.
+ * Creates a database with a unique name on every node of a Citus cluster, migrated unless
+ * `migrate: false`. Citus is created in it on every node, with the coordinator and workers
+ * registered in it: Citus keeps its nodes per database, and creates no database on the workers
+ * itself. `drop()` closes it and removes it from every node.
  *
  * @example
  * ```ts

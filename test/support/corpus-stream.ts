@@ -16,9 +16,9 @@ export interface CorpusStream {
 
 /**
  * Writes the benchmark's corpus (sessions of every kind, interleaved) of `events` events to
- * `file` as one import stream (`{"session_id":…,"seq":N,"event":{…}}` per line), folding each
- * session in memory with each of `projections` as it goes: the reference the SQL snapshots
- * must equal.
+ * `file` as one import stream (`{"session_id":…,"seq":N,"event":{…}}` per line). It folds each
+ * session in memory with each of `projections` as it goes: the reference the SQL snapshots must
+ * equal.
  */
 export async function writeCorpusStream(file: string, options: { seed: string; prefix: string; events: number; projections: readonly FoldedProjection[] }): Promise<CorpusStream> {
   const corpus = new InterleavedCorpus({ seed: options.seed, prefix: options.prefix, events: options.events });

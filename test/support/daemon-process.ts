@@ -287,7 +287,7 @@ export async function foldedTotals(db: Kysely<DB>) {
  *
  * On Citus the checkpoint has no position (a batch reads by seq, see docs/scale-out.md): its
  * heads are `os_snapshots.last_seq`. Rows then are sessions whose head is past their stored
- * log (`expected` the log's last seq, `actual` the head), and, named `(events_applied)`, a
+ * log (`expected` the log's last seq, `actual` the head). A row named `(events_applied)` is a
  * checkpoint whose `events_applied` (`actual`) is not what the heads account for (`expected`:
  * the events up to every head, less those set aside in `projection_errors`).
  */

@@ -7,9 +7,9 @@ const ENABLED_AS: Readonly<Record<string, string>> = { O: 'ENABLE', A: 'ENABLE A
 
 /**
  * Runs `work` as a superuser who gets past every trigger of `sessions` and `session_events`
- * that fires on INSERT, UPDATE or DELETE (those that fire always too), each put back as it was,
- * in one transaction: what `ALTER TABLE … DISABLE TRIGGER` lets the owner do, which nothing in
- * the database can stop and only the chain and digests kept elsewhere show. On Citus the ALTERs
+ * that fires on INSERT, UPDATE or DELETE (those that fire always too), in one transaction. Each
+ * is put back as it was. This is what `ALTER TABLE … DISABLE TRIGGER` lets the owner do: nothing
+ * in the database can stop it, and only the chain and digests kept elsewhere show it. On Citus the ALTERs
  * reach the shards' triggers once `citus.enable_unsafe_triggers` is on.
  */
 export async function pastTheTriggers(db: Kysely<DB>, work: (trx: Kysely<DB>) => Promise<void>): Promise<void> {

@@ -35,9 +35,9 @@ interface Found {
 const SHOWN = 10;
 
 /**
- * Reads every session of the store and checks it against the appends the writers made:
- * every acknowledged event stored exactly once, at its seq, with its exact text; an
- * unacknowledged unit stored whole or not at all; no event stored twice; no hole in any log.
+ * Reads every session of the store and checks it against the appends the writers made. Every
+ * acknowledged event is stored exactly once, at its seq, with its exact text. An unacknowledged
+ * unit is stored whole or not at all. No event is stored twice, and no log has a hole.
  *
  * @example
  * ```ts

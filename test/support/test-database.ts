@@ -12,9 +12,9 @@ export type TestDatabase = Omit<ScratchDatabase, 'drop'>;
 export const onCitus = inject('citusCoordinatorUrl') !== undefined;
 
 /**
- * A database of its own on the test server, for one test file or one test: on the Citus
- * cluster in the citus-suites project (its global setup provides the cluster), so that the
- * same suites prove the same guarantees on a distributed store.
+ * A database of its own on the test server, for one test file or one test. In the
+ * citus-suites project it is on the Citus cluster its global setup provides, so that the same
+ * suites prove the same guarantees on a distributed store.
  */
 export function createTestDatabase(options: { migrate?: boolean } = {}): Promise<ScratchDatabase> {
   const citusUnavailable = inject('citusUnavailable');

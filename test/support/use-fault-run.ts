@@ -57,10 +57,10 @@ export function useFaultRun() {
     /** The units in the journals of every writer this test started. */
     journalUnits,
     /**
-     * The end of every fault test: with every writer and daemon stopped, each acknowledged
-     * append is stored exactly once with its text at its seq, nothing is stored twice or in
-     * part, no log has a hole (against the writers' journals and `moreUnits`, the test's own
-     * appends); then `project --once` and `verify --all` (as processes) are clean.
+     * The end of every fault test, with every writer and daemon stopped. Against the writers'
+     * journals and `moreUnits` (the test's own appends), each acknowledged append is stored
+     * exactly once with its text at its seq. Nothing is stored twice or in part, and no log has
+     * a hole. Then `project --once` and `verify --all` (as processes) are clean.
      */
     async expectStoreRight(db: Kysely<DB>, databaseUrl: string, moreUnits: readonly AppendUnit[] = []): Promise<StoreAudit> {
       const audit = await auditStore(db, [...journalUnits(), ...moreUnits]);

@@ -15,8 +15,8 @@ export interface HandWrittenRow {
 /**
  * Stores the row as it is and moves its session's head to it, past every trigger that checks a
  * write ({@link pastTheTriggers}). The CHECK constraints still hold (`payload` is an object of
- * the row's kind), but none on `payload_text`: what a hostile writer could once store, a stored
- * text that is not JSON, not an object, or not of its row's kind.
+ * the row's kind), but none on `payload_text`. So it stores what a hostile writer once could: a
+ * stored text that is not JSON, not an object, or not of its row's kind.
  */
 export async function writeAroundChecks(db: Kysely<DB>, row: HandWrittenRow): Promise<void> {
   await pastTheTriggers(db, async (trx) => {

@@ -49,9 +49,9 @@ function requiredEnv(name: string): string {
 // One pool per test file
 
 /**
- * Jest evaluates this module once per test file, so this is the file's pool: opened on the first
- * query (pg connects lazily, which lets the SDK construct its logs synchronously) and ended by
- * the test environment's teardown (postgres-environment.cjs), after the file's last hook.
+ * Jest evaluates this module once per test file, so this is the file's pool. It opens on the
+ * first query: pg connects lazily, which lets the SDK construct its logs synchronously. The test
+ * environment's teardown (postgres-environment.cjs) ends it, after the file's last hook.
  */
 let database: Kysely<DB> | undefined;
 

@@ -3,10 +3,10 @@ import type { ConsoleProjection } from '../projections-query.js';
 import { formatTime, sessionHref } from './layout.js';
 
 /**
- * The projections page's body: each projection's position, lag, fold rate (filled in by the
- * page's script from successive reads), leader, events set aside (`--skip-invalid`), whether it is halted (`os-audit status`'s sense: its last error is newer than its
- * last progress), and the sessions it halted with
- * the event, the reason and a link to that event.
+ * The projections page's body: each projection's position, lag, fold rate, leader and events set
+ * aside (`--skip-invalid`). The page's script fills the fold rate in from successive reads. A
+ * halted projection (as `os-audit status` says: its last error is newer than its last progress)
+ * shows the sessions it halted with, the event, the reason and a link to that event.
  *
  * @example
  * ```ts

@@ -3,9 +3,9 @@ import type { ConsoleSession } from '../session-query.js';
 import { formatTime, sessionHref } from './layout.js';
 
 /**
- * One session's page body: its state, its snapshot with the time slider over `?at=` (the
- * snapshot after that seq, as `os-audit snapshot --at-seq` prints it), its processes and
- * signals, and a page of its event timeline with each event's JSON (where the role may read it).
+ * One session's page body: its state, snapshot, processes and signals, and a page of its event
+ * timeline with each event's JSON (where the role may read it). The time slider sets `?at=`: the
+ * snapshot after that seq, as `os-audit snapshot --at-seq` prints it.
  *
  * @example
  * ```ts

@@ -3,8 +3,8 @@ import type { EncodedEvent } from '../../events/encode-event.js';
 import { columnsOf, eventColumnsSql } from './event-rows.js';
 
 /**
- * Appends events to one session at whatever seq its log has reached, in one statement: the
- * upsert of the head row takes the row lock that serializes writers of the session, then the
+ * Appends events to one session at whatever seq its log has reached, in one statement. The
+ * upsert of the head row takes the row lock that serializes writers of the session. Then the
  * events take the seqs that follow the previous head. Returns the new head (the events got the
  * seqs up to it) and the transaction's id.
  */
@@ -30,8 +30,8 @@ export interface HeadReserved {
 
 /**
  * Moves a session's head `count` seqs on (creating the session if new) and returns the new
- * head and the transaction's id: the caller then stores its events at the seqs up to it, in the same transaction,
- * whose row lock on the head keeps the session's other writers waiting until it ends.
+ * head and the transaction's id. The caller then stores its events at the seqs up to it, in the
+ * same transaction: its row lock on the head keeps the session's other writers waiting.
  */
 export function reserveSeqsSql(sessionId: string, count: number): RawBuilder<HeadReserved> {
   return sql`WITH head AS (${moveHeadSql(sessionId, count)}) SELECT last_seq, pg_current_xact_id()::text AS transaction_id FROM head`;
@@ -66,13 +66,9 @@ export function moveHeadFromSql(sessionId: string, expectedSeq: number, count: n
 /**
  * One session's events at the seqs from `firstSeq` on, as a multi-row `INSERT … VALUES`: what
  * a writer sends on Citus after the head moved ({@link moveHeadSql}, {@link moveHeadFromSql}).
- * Citus routes each of these statements as it is to the session's shard, on one worker: the
- * transaction then commits on that worker alone (no two-phase commit), and a refusal there
- * (a CHECK, a trigger) reaches the client with its SQLSTATE. A statement that reads its rows
- * from a CTE or a set-returning function, as {@link appendAtHeadSql} does, is instead run through
- * the coordinator: its intermediate result is sent to every worker, the rows go to the shard by
- * `COPY` (whose errors Citus relays as XX000, without their SQLSTATE), and the commit is a
- * two-phase one over every worker.
+ * Plain values let Citus route the statement to the session's shard alone, with no two-phase
+ * commit and with refusals keeping their SQLSTATE.
+ * Why: docs/design/citus-writes.md
  */
 export function insertEventsSql(sessionId: string, firstSeq: number, events: readonly EncodedEvent[]): RawBuilder<unknown> {
   const rows = events.map(

@@ -2,9 +2,9 @@ import { type RawBuilder, sql } from 'kysely';
 import { type EventRows, eventColumnsSql } from './event-rows.js';
 
 /**
- * The CTEs `created` and `advanced` that move the heads of the sessions in `batch` (a CTE of
- * `session_id, first_seq, last_seq`): a session advances only where its stored head is
- * exactly one before its first seq (a new session where that first seq is 0).
+ * The CTEs `created` and `advanced` that move the heads of the sessions in `batch`, a CTE of
+ * `session_id, first_seq, last_seq`. A session advances only where its stored head is exactly
+ * one before its first seq; a new session, where that first seq is 0.
  */
 function moveHeadsSql(): RawBuilder<unknown> {
   return sql`

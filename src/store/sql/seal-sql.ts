@@ -29,9 +29,9 @@ export function sealedPartitionsSql(): RawBuilder<{ name: string; bound: string 
 }
 
 /**
- * What the conversion to partitions must carry from the row store to the new parent: its
- * triggers (as `CREATE TRIGGER` text, and whether they fire always), the views that read it,
- * its owner, the privileges granted on it, and where its identity has reached.
+ * What the conversion to partitions must carry from the row store to the new parent. That is
+ * its triggers (as `CREATE TRIGGER` text, and whether they fire always), the views that read
+ * it, its owner, the privileges granted on it, and where its identity has reached.
  */
 export function rowStoreFactsSql(): RawBuilder<{
   triggers: { definition: string; name: string; always: boolean }[];
@@ -62,10 +62,10 @@ export function rowStoreFactsSql(): RawBuilder<{
 
 /**
  * Where a seal may end: the transaction of the oldest checkpoint among the registered
- * projections (every older transaction has ended and is folded; the checkpoint's own stays
- * unsealed, so that a batch, which reads from its checkpoint's transaction on, leaves every
- * sealed partition unread), or, with no projection registered, the oldest transaction still
- * running. No event can ever be added to the transactions before it.
+ * projections, or with none registered the oldest transaction still running. Every older
+ * transaction has ended and is folded. The checkpoint's own stays unsealed, so a batch, which
+ * reads from its checkpoint's transaction on, leaves every sealed partition unread. No event
+ * can ever be added to the transactions before it.
  */
 export function sealableEndSql(): RawBuilder<{ end: string }> {
   return sql`
@@ -74,8 +74,8 @@ export function sealableEndSql(): RawBuilder<{ end: string }> {
 
 /**
  * Copies the events of transactions `[from, to)` of the hot partition into the sealed table, a
- * session's events together: a read of one session's log (or a trigger's look-up of one seq)
- * then finds them in one or two of the columnar chunk groups, whatever the partition's size.
+ * session's events together. A read of one session's log (or a trigger's look-up of one seq)
+ * then finds them in one or two columnar chunk groups, whatever the partition's size.
  */
 export function copyRangeSql(hot: string, sealed: string, from: string | null, to: string): RawBuilder<unknown> {
   return sql`
@@ -86,9 +86,9 @@ export function copyRangeSql(hot: string, sealed: string, from: string | null, t
 }
 
 /**
- * How many events of the hot partition belong to transactions from `to` on (those a swap moves
- * to the new heap partition), counted up to `limit` and no further: read by index, and bounded,
- * so that the count under the swap's lock costs little however far the projections are behind.
+ * How many events of the hot partition belong to transactions from `to` on, which a swap moves
+ * to the new heap partition, counted up to `limit`. Read by index and bounded, the count under
+ * the swap's lock costs little however far the projections are behind.
  */
 export function unsealedCountSql(hot: string, to: string, limit: number): RawBuilder<{ count: number }> {
   return sql`
