@@ -78,27 +78,18 @@ export type { KnownEventKind, KnownSessionEvent, SessionEvent, U32, U64 } from '
 export { EventValidationError, type ValidateEventOptions, type ValidationIssue, validateEvent } from './events/validate-event.js';
 
 // Lossless JSON: how events are typed, read and written.
-export { isJsonObject, type JsonArray, JsonFloat, type JsonObject, type JsonValue } from './json/json-value.js';
 export { JsonParseError, type JsonParseErrorCode, parseJson } from './json/parse-json.js';
 export { stringifyJson } from './json/stringify-json.js';
 
 // The projector.
 export { type CatchUpReport, Projector, type ProjectorEvent, type ProjectorOptions } from './projector/projector.js';
-export {
-  defineProjection,
-  type EventBatchSql,
-  eventBatchOf,
-  foldWholeLogSql,
-  type Projection,
-  type ProjectionEvent,
-} from './projector/projection.js';
-export { defineEventReads, type EventObject, type EventReads, field, FieldRead, type FieldType, type FieldValue, readEvent } from './projector/event-reads.js';
-export { type EventsFold, foldEvents, type FoldEventsOptions, type UnreadableEvent } from './projector/fold-events.js';
+// Writing a projection (src/projection-api.ts: the one face for projection authors), and testing one.
+export * from './projection-api.js';
+export { type ExpectedSnapshots, ProjectionSpec, ProjectionSpecRun, type SessionEvents, type ThenOptions } from './testing/projection-spec.js';
+export { eventBatchOf, foldWholeLogSql } from './projector/projection.js';
 export { type FoldedLog, foldStoredLog, type FoldLogOptions, readStoredSnapshot, type SessionStop, type StoredSnapshot } from './projector/stored-snapshot.js';
 export { type CorruptLog, type SnapshotMismatch, type VerifyReport, type VerifySelection, verifyProjection } from './projector/verify-projection.js';
-export { plannedOnceSnapshotView, type SnapshotViewParts } from './projector/planned-once-snapshot-view.js';
-// A projection's SQL is written with kysely's `sql` tag: this one, so that a plug-in shares os-audit's kysely.
-export { sql } from 'kysely';
+export { type StoredLogReader, storedLogReader } from './stored-log/read-session.js';
 export type { BatchResult } from './projector/batch-result.js';
 export type { StoppedSession } from './projector/sql/batch-sql.js';
 export type { Checkpoint } from './projector/checkpoint.js';

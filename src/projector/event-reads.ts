@@ -275,7 +275,8 @@ export function readFieldColumnsSql(reads: EventReads, { kind, standIn }: Stored
     const cases = readers.map((k) => sql`WHEN ${sql.lit(k)} THEN ${fieldValueSql(reads[k]![name]!, field(name))}`);
     return sql`CASE ${kind} ${sql.join(cases, sql` `)} END AS ${sql.id(name)}`;
   });
-  return sql`CASE ${kind} ${sql.join(problems, sql` `)} END AS problem${sql.join(values.map((value) => sql`, ${value}`), sql``)}`;
+  const problem = problems.length === 0 ? sql`NULL::text` : sql`CASE ${kind} ${sql.join(problems, sql` `)} END`;
+  return sql`${problem} AS problem${sql.join(values.map((value) => sql`, ${value}`), sql``)}`;
 }
 
 /**
@@ -287,7 +288,9 @@ export function readFieldColumnsSql(reads: EventReads, { kind, standIn }: Stored
  * ```
  */
 export function readKindsSql(reads: EventReads): RawBuilder<unknown> {
-  return sql.join(Object.keys(reads).map((kind) => sql.lit(kind)));
+  const kinds = Object.keys(reads);
+  // `IN ()` is no SQL: a projection that only counts reads no kind, and `IN (NULL)` matches none.
+  return kinds.length === 0 ? sql`NULL::text` : sql.join(kinds.map((kind) => sql.lit(kind)));
 }
 
 /**

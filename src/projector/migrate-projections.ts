@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { type Kysely, type Migration, sql } from 'kysely';
 import { migrations } from '../../migrations/index.js';
 import { runMigrations } from '../db/migrate.js';
 import type { Projection } from './projection.js';
@@ -27,9 +27,9 @@ export function allMigrations(projections: readonly Projection[]): Record<string
  *
  * @returns the names of the migrations this call applied
  */
-export function migrateProjections(db: Kysely<any>, projections: readonly Projection[]): Promise<string[]> {
+export async function migrateProjections(db: Kysely<any>, projections: readonly Projection[]): Promise<string[]> {
   return runMigrations(db, {
-    migrations: allMigrations(projections),
+    migrations: { ...(await otherProjectionsMigrations(db, projections)), ...allMigrations(projections) },
     afterMigrations: async (trx) => {
       try {
         await registerProjections(trx, projections);
@@ -38,4 +38,17 @@ export function migrateProjections(db: Kysely<any>, projections: readonly Projec
       }
     },
   });
+}
+
+/**
+ * Stand-ins for the migrations already applied of projections not in the list: kysely refuses
+ * a list that lacks an applied migration, and a projection left out keeps its tables as they are.
+ */
+async function otherProjectionsMigrations(db: Kysely<any>, projections: readonly Projection[]): Promise<Record<string, Migration>> {
+  const { rows: tables } = await sql<{ exists: boolean }>`SELECT to_regclass('kysely_migration') IS NOT NULL AS exists`.execute(db);
+  if (!tables[0]!.exists) return {};
+  const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration WHERE name LIKE '%/%'`.execute(db);
+  const listed = new Set(projections.map((projection) => projection.name));
+  const applied = rows.filter(({ name }) => !listed.has(name.slice(0, name.indexOf('/'))));
+  return Object.fromEntries(applied.map(({ name }) => [name, { up: async () => {} }]));
 }

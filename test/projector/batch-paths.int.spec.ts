@@ -15,6 +15,7 @@ import { wholeLogStatements } from '../../bench/citus-limit.js';
 import { arbitraryShapedLog } from '../support/arbitrary-shapes.js';
 import { gatedToolsProjection } from '../support/gated-tools-projection.js';
 import { kindCountsProjection } from '../support/kind-counts-projection.js';
+import { suspensionsProjection } from '../support/suspensions-projection.js';
 import { onCitus, useTestDatabase } from '../support/test-database.js';
 
 /**
@@ -27,7 +28,7 @@ import { onCitus, useTestDatabase } from '../support/test-database.js';
  * all four); this proves the connections around it change nothing.
  */
 const testDb = useTestDatabase();
-const projections: readonly Projection[] = [...builtInProjections, gatedToolsProjection, kindCountsProjection];
+const projections: readonly Projection[] = [...builtInProjections, gatedToolsProjection, kindCountsProjection, suspensionsProjection];
 let anyKysely: Kysely<DB>;
 let run = 0;
 

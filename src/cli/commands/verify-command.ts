@@ -71,6 +71,9 @@ export function registerVerifyCommand(program: Command, io: CliIo): void {
         }
         const pending = report.pending.length > 0 ? `, ${report.pending.length} not projected yet` : '';
         const corrupted = report.corrupt.length > 0 ? `, ${report.corrupt.length} ${report.corrupt.length === 1 ? 'has a corrupt event in its' : 'have a corrupt event in their'} log` : '';
+        if (!report.snapshotsCompared) {
+          await write(io.stdout, `${projection.name}: SQL-only, no in-memory fold to compare its snapshots with: checked only how far each session was folded and where it stopped\n`);
+        }
         await write(io.stdout, `${projection.name}: verified ${countOf(report.checked, 'session')}: ${report.mismatches.length} ${report.mismatches.length === 1 ? 'differs from its' : 'differ from their'} log${corrupted}${pending}\n`);
         differing += report.mismatches.length;
       }
