@@ -17,7 +17,7 @@ export const CATCH_UP_LOG_MS = 5000;
  *
  * @example
  * ```ts
- * const progress = await CatchUpProgress.start(db, io.stderr, log, ['os_snapshot']);
+ * const progress = await CatchUpProgress.start(db, io.stderr, log, [projection.name]);
  * try { await projector.catchUp(); } finally { progress.done(); }
  * ```
  */

@@ -68,7 +68,7 @@ export interface CommandDatabaseOptions {
  *
  * @example
  * ```ts
- * const status = await withDatabase(url, (db) => readProjectionStatus(db, 'os_snapshot'), { rideThrough: { io, rerun: 'work' } });
+ * const status = await withDatabase(url, (db) => readProjectionStatus(db, projection.name), { rideThrough: { io, rerun: 'work' } });
  * ```
  */
 export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>, options: CommandDatabaseOptions = {}): Promise<T> {

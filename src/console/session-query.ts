@@ -59,7 +59,7 @@ export interface SessionQuery {
  *
  * @example
  * ```ts
- * const session = await readConsoleSession(db, osSnapshotProjection, access, { sessionId: 'sample-000000', atSeq: 3 });
+ * const session = await readConsoleSession(db, projection, access, { sessionId: 'sample-000000', atSeq: 3 });
  * if (session?.snapshot.kind === 'json') console.log(session.snapshot.text);
  * ```
  */

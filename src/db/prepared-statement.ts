@@ -21,7 +21,7 @@ export interface PreparedStatement {
  *
  * @example
  * ```ts
- * const fold = preparedStatement(db, 'os_snapshot_fold', foldBatchSql(osSnapshotProjection));
+ * const fold = preparedStatement(db, `${projection.name}_fold`, foldBatchSql(projection));
  * if (!(await fold.isPrepared.execute(trx)).rows[0]!.prepared) await fold.prepare.execute(trx);
  * await fold.execute.execute(trx);
  * ```

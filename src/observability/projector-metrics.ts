@@ -117,9 +117,9 @@ function metricFamilies(registers: Registry[]) {
  *
  * @example
  * ```ts
- * const metrics = new ProjectorMetrics({ projections: ['os_snapshot'], owner: projector.lease.owner });
- * const projector = new Projector(db, osSnapshotProjection, { onEvent: (event) => metrics.record('os_snapshot', event) });
- * metrics.recordStatus(await readProjectionStatus(db, 'os_snapshot'));
+ * const metrics = new ProjectorMetrics({ projections: [projection.name], owner: projector.lease.owner });
+ * const projector = new Projector(db, projection, { onEvent: (event) => metrics.record(projection.name, event) });
+ * metrics.recordStatus(await readProjectionStatus(db, projection.name));
  * response.end(await metrics.render());
  * ```
  */

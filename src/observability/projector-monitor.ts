@@ -48,8 +48,8 @@ export interface ProjectorMonitor {
  *
  * @example
  * ```ts
- * const monitor = await startProjectorMonitor({ db, projections: ['os_snapshot'], owner, host: '127.0.0.1', port: 9464, leaseTtlMs: 5000, pollIntervalMs: 1000, log });
- * const projector = new Projector(db, osSnapshotProjection, { owner, onEvent: (event) => monitor.record('os_snapshot', event) });
+ * const monitor = await startProjectorMonitor({ db, projections: [projection.name], owner, host: '127.0.0.1', port: 9464, leaseTtlMs: 5000, pollIntervalMs: 1000, log });
+ * const projector = new Projector(db, projection, { owner, onEvent: (event) => monitor.record(projection.name, event) });
  * await projector.run(signal);
  * await monitor.close();
  * ```

@@ -7,7 +7,7 @@ export type StopPolling = () => Promise<void>;
  *
  * @example
  * ```ts
- * const stop = pollStatus(() => readProjectionStatus(db, 'os_snapshot'), 1000, (status, error) => {
+ * const stop = pollStatus(() => readProjectionStatus(db, projection.name), 1000, (status, error) => {
  *   if (status) metrics.recordStatus(status);
  * });
  * await stop();

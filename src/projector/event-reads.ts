@@ -284,7 +284,7 @@ export function readFieldColumnsSql(reads: EventReads, { kind, standIn }: Stored
  *
  * @example
  * ```ts
- * sql`SELECT count(*) FROM session_events WHERE kind IN (${readKindsSql(OS_SNAPSHOT_READS)})`
+ * sql`SELECT count(*) FROM session_events WHERE kind IN (${readKindsSql(projection.reads)})`
  * ```
  */
 export function readKindsSql(reads: EventReads): RawBuilder<unknown> {

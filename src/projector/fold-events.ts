@@ -35,7 +35,7 @@ export type InMemoryFold<State> = Pick<FoldedProjection<State>, 'reads' | 'count
  *
  * @example
  * ```ts
- * const { state, stoppedAt } = foldEvents(osSnapshotProjection, events);
+ * const { state, stoppedAt } = foldEvents(projection, events);
  * if (stoppedAt) console.log(`event ${stoppedAt.index}: ${stoppedAt.problem}`);
  * ```
  */

@@ -20,7 +20,7 @@ export interface HorizonHolder {
  *
  * @example
  * ```ts
- * for (const blocked of (await readProjectionStatus(db, 'os_snapshot')).blocked) console.log(blocked.sessionId, blocked.seq, blocked.problem);
+ * for (const blocked of (await readProjectionStatus(db, projection.name)).blocked) console.log(blocked.sessionId, blocked.seq, blocked.problem);
  * ```
  */
 export interface BlockedSession {
@@ -75,8 +75,8 @@ export interface ProjectionHalt {
  *
  * @example
  * ```ts
- * const halt = projectionHalt(await readProjectionStatus(db, 'os_snapshot'));
- * if (halt) alert(`os_snapshot halted since ${halt.since?.toISOString()}: ${halt.reason}`);
+ * const halt = projectionHalt(await readProjectionStatus(db, projection.name));
+ * if (halt) alert(`${projection.name} halted since ${halt.since?.toISOString()}: ${halt.reason}`);
  * ```
  */
 export function projectionHalt(status: Pick<ProjectionStatus, 'lastError'>): ProjectionHalt | null {
@@ -88,7 +88,7 @@ export function projectionHalt(status: Pick<ProjectionStatus, 'lastError'>): Pro
  *
  * @example
  * ```ts
- * const status = await readProjectionStatus(db, 'os_snapshot');
+ * const status = await readProjectionStatus(db, projection.name);
  * if (status.horizonHeldBy) console.log(`held back by pid ${status.horizonHeldBy.pid}`);
  * ```
  */

@@ -205,7 +205,7 @@ export function countersSql(projection: Projection, where: RawBuilder<boolean> =
  *
  * @example
  * ```ts
- * await db.transaction().execute((trx) => foldWholeLogSql(osSnapshotProjection).execute(trx));
+ * await db.transaction().execute((trx) => foldWholeLogSql(projection).execute(trx));
  * ```
  */
 export function foldWholeLogSql(projection: Projection): RawBuilder<unknown> {

@@ -108,7 +108,7 @@ export interface CatchUpReport {
  *
  * @example
  * ```ts
- * const projector = new Projector(db, osSnapshotProjection, { listenUrl: process.env.DATABASE_URL });
+ * const projector = new Projector(db, projection, { listenUrl: process.env.DATABASE_URL });
  * const stop = new AbortController();
  * process.once('SIGTERM', () => stop.abort());
  * await projector.run(stop.signal); // returns after the lease is released

@@ -38,7 +38,7 @@ const REBUILD_LEASE_TTL_MS = 60_000;
  *
  * @example
  * ```ts
- * const { eventsApplied } = await rebuildProjection(db, osSnapshotProjection);
+ * const { eventsApplied } = await rebuildProjection(db, projection);
  * ```
  */
 export async function rebuildProjection(db: Kysely<DB>, projection: Projection, options: RebuildOptions = {}): Promise<RebuildReport> {

@@ -43,7 +43,7 @@ function compiledBatch(db: Kysely<DB>, projection: Projection): CompiledBatch {
  *
  * @example
  * ```ts
- * const result = await runBatch(db, osSnapshotProjection, held, { batchSize: 50_000, skipInvalid: false, leaseTtlMs: 5000 });
+ * const result = await runBatch(db, projection, held, { batchSize: 50_000, skipInvalid: false, leaseTtlMs: 5000 });
  * ```
  */
 export async function runBatch(

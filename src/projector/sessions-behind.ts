@@ -11,8 +11,8 @@ import type { Projection } from './projection.js';
  *
  * @example
  * ```ts
- * let behind = await sessionsBehind(db, osSnapshotProjection);
- * while (behind.length > 0) behind = await sessionsStillBehind(db, osSnapshotProjection, behind);
+ * let behind = await sessionsBehind(db, projection);
+ * while (behind.length > 0) behind = await sessionsStillBehind(db, projection, behind);
  * ```
  */
 export async function sessionsBehind(db: Kysely<DB>, projection: Projection): Promise<SessionBehind[]> {

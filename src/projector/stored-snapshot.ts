@@ -14,7 +14,7 @@ import type { StoppedSession } from './sql/batch-sql.js';
  *
  * @example
  * ```ts
- * const stop = (await readStoredSnapshot(db, osSnapshotProjection, 'session-1'))?.stopped;
+ * const stop = (await readStoredSnapshot(db, projection, 'session-1'))?.stopped;
  * if (stop) console.log(`stopped at seq ${stop.seq} (${stop.reason}): ${stop.problem}`);
  * ```
  */
@@ -34,7 +34,7 @@ export interface StoredSnapshot {
  *
  * @example
  * ```ts
- * const stored = await readStoredSnapshot(db, osSnapshotProjection, 'session-1');
+ * const stored = await readStoredSnapshot(db, projection, 'session-1');
  * if (stored?.stopped) console.log(`folded through seq ${stored.lastSeq}, stopped: ${stored.stopped.problem}`);
  * ```
  */
@@ -124,8 +124,8 @@ const PAGE = 1000;
  *
  * @example
  * ```ts
- * const { state, lastSeq } = await foldStoredLog(storedLogReader(db), osSnapshotProjection, 'session-1', { toSeq: 10 });
- * console.log(stringifyJson(osSnapshotProjection.toJson(state)));
+ * const { state, lastSeq } = await foldStoredLog(storedLogReader(db), projection, 'session-1', { toSeq: 10 });
+ * console.log(stringifyJson(projection.toJson(state)));
  * ```
  */
 export async function foldStoredLog<State>(

@@ -54,7 +54,7 @@ export type VerifySelection = { sessions: readonly string[] } | { all: true } | 
  *
  * @example
  * ```ts
- * const report = await verifyProjection(db, osSnapshotProjection, { all: true });
+ * const report = await verifyProjection(db, projection, { all: true });
  * if (report.mismatches.length > 0 || report.corrupt.length > 0) process.exitCode = 1;
  * ```
  */

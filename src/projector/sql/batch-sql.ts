@@ -38,7 +38,7 @@ export interface BatchOutcome {
  *
  * @example
  * ```ts
- * const projector = new Projector(db, osSnapshotProjection, {
+ * const projector = new Projector(db, projection, {
  *   onEvent: (event) => event.type === 'sessions_stopped' && event.sessions.forEach((stop) => console.log(stop.session_id, stop.seq, stop.problem)),
  * });
  * ```
