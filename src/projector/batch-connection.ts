@@ -4,9 +4,9 @@ import type { DB } from '../db/schema.js';
 import { SEALED_EVENTS_BY_INDEX } from '../stored-log/sealed-events.js';
 
 /**
- * The one connection a projection's batches run on: on its own (the daemon: each statement
- * commits alone), or inside an open transaction (a rebuild), where a statement that fails
- * must be undone to a savepoint for the transaction to go on.
+ * The one connection a projection's batches run on. The daemon's commits each statement alone.
+ * A rebuild's is inside an open transaction: a statement that fails there is undone to a
+ * savepoint, so that the transaction goes on.
  *
  * @example
  * ```ts
@@ -43,15 +43,16 @@ export interface ServerConnections {
 const readyClients = new WeakSet<pg.ClientBase>();
 
 /**
- * Runs `work` (a batch) on `client`, a connection of a pool: on a session of its own, each
- * statement committing alone, named ones prepared once, JIT off and sealed events found by
- * index for the session ({@link SEALED_EVENTS_BY_INDEX}). Behind a
- * pooler in transaction mode (PgBouncer) each transaction goes to any server connection, which
- * other clients share: a named statement is then missing there (26000), or another client
- * prepared it there already (42P05). From the first such error on, `connections.shared` is set
- * and each batch runs as one transaction of unnamed statements, with those settings for it alone, so
- * that nothing is left on a server connection; the batch that failed runs again so (the
- * statement that failed changed nothing).
+ * Runs `work` (a batch) on `client`, a connection of a pool. Each statement commits alone,
+ * named ones are prepared once, JIT is off and sealed events are found by index
+ * ({@link SEALED_EVENTS_BY_INDEX}).
+ *
+ * Behind a pooler in transaction mode (PgBouncer), each transaction may land on a server
+ * connection other clients share. A named statement is then missing there (26000), or another
+ * client prepared it already (42P05). From the first such error on, `connections.shared` is set.
+ * Each batch then runs as one transaction of unnamed statements, with the settings for it
+ * alone, so nothing is left on a server connection. The batch that failed runs again so: its
+ * failed statement changed nothing.
  *
  * @example
  * ```ts

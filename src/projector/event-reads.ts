@@ -1,13 +1,13 @@
 /**
- * What a projection reads of the events it folds, declared once and read two ways: in memory
- * ({@link readEvent}, for `verify` and `snapshot --at-seq`) and in SQL ({@link readFieldsSql}, for
- * the projector), with the same rules, so that the two agree on every event.
+ * What a projection reads of the events it folds, declared once. It is read two ways with the
+ * same rules, so that the two agree on every event: in memory ({@link readEvent}, for `verify`
+ * and `snapshot --at-seq`) and in SQL ({@link readFieldsSql}, for the projector).
  *
  * Each kind the projection reads names its fields, each with a type and what a missing (or
- * `null`) field reads as. An event whose field is missing where it must not be, or present with
- * another type, or a string holding U+0000 or a lone surrogate (which SQL text cannot hold), is
- * unreadable: the projection stops that session there (shared/spec/session-events.md, section 3).
- * Fields not named are never looked at.
+ * `null`) field reads as. Some events are unreadable: a field missing where it must not be, of
+ * another type, or a string holding U+0000 or a lone surrogate (SQL text cannot hold those).
+ * The projection stops that session there (shared/spec/session-events.md, section 3). Fields
+ * not named are never looked at.
  *
  * @example
  * ```ts
@@ -98,9 +98,9 @@ export const field = {
 export type EventReads = Readonly<Record<string, Readonly<Record<string, FieldRead>>>>;
 
 /**
- * The columns the projector's rows carry beside the read fields (the stored event's, and those
- * a batch adds: `prev_seq`, `needs_log`, `problem`, the `rank` it numbers a session's rows
- * with; see `batch-sql.ts`), which a field of the same name would hide or make ambiguous.
+ * The columns the projector's rows carry beside the read fields: the stored event's, and those
+ * a batch adds (see `batch-sql.ts`). A field of the same name would hide them or make them
+ * ambiguous.
  */
 const RESERVED_NAMES = new Set([
   'session_id', 'seq', 'kind', 'recorded_at', 'payload', 'payload_text', 'stand_in', 'position', 'prev_seq', 'needs_log', 'problem', 'rank',
@@ -108,9 +108,9 @@ const RESERVED_NAMES = new Set([
 ]);
 
 /**
- * Checks a table of reads: a field name that several kinds read must have one type in all of
- * them (SQL gives it one column), none may be a column of the projector's rows, and a default must be a value of its
- * field's type that SQL text can hold.
+ * Checks a table of reads. A field name that several kinds read has one type in all of them
+ * (SQL gives it one column). No field is a column of the projector's rows. A default is a
+ * value of its field's type that SQL text can hold.
  *
  * @example
  * ```ts
@@ -216,11 +216,11 @@ export interface StoredEventSql {
 
 /**
  * The SQL twin of {@link readEvent}: a subquery for `CROSS JOIN LATERAL` over a stored event
- * (see {@link StoredEventSql}), with a column `problem` (null when the event can be read) and
- * one typed column per field named in `reads`: `bigint` for a u32, `numeric` for a u64,
- * `text`, `text[]`; all null for an event of another kind. The payload is parsed once, and only for the kinds in `reads`. Where the payload
- * is a readable stand-in (`payload_text` is set), an object in place of a string is a string
- * SQL cannot hold.
+ * (see {@link StoredEventSql}). Its column `problem` is null when the event can be read. Then
+ * comes one typed column per field named in `reads` (`bigint` for a u32, `numeric` for a u64,
+ * `text`, `text[]`), all null for an event of another kind. The payload is parsed once, and
+ * only for the kinds in `reads`. In a readable stand-in (`payload_text` set), an object in
+ * place of a string is a string SQL cannot hold.
  *
  * @example
  * ```ts
@@ -245,8 +245,8 @@ export function readFieldsSql(reads: EventReads, event: StoredEventSql): RawBuil
  */
 export function rawFieldsSql(reads: EventReads, { kind, payload }: StoredEventSql): RawBuilder<unknown> {
   const names = fieldNames(reads);
-  // Kinds read for themselves alone: a record of no field still needs a column to be declared.
-  if (names.length === 0) return sql`json_to_record('{}') AS r(os_audit_no_field json)`;
+  // Kinds read for themselves alone: nothing to parse, but a FROM item still needs a column.
+  if (names.length === 0) return sql`(VALUES (NULL::json)) AS r(os_audit_no_field)`;
   const columns = sql.join(names.map((name) => sql`${sql.id(name)} json`));
   // The kind gates the parse inside the call: a condition beside it, the planner would check
   // only after parsing.

@@ -25,11 +25,11 @@ export interface FoldEventsOptions {
 export type InMemoryFold<State> = Pick<FoldedProjection<State>, 'reads' | 'counters' | 'init' | 'evolve'>;
 
 /**
- * A projection's in-memory fold of session events, in log (`seq`) order, as its SQL folds them:
- * the events of kinds it reads are read by its `reads` (the same rules as the projector's SQL),
- * those of kinds it counts are handed over with no fields, the rest are passed over. It stops
- * at the first event it cannot read, unless `skip` sets it aside, and gives back the fold of the
- * events before: a state is always the fold of a prefix of its log.
+ * A projection's in-memory fold of session events, in log (`seq`) order, as its SQL folds them.
+ * Events of kinds it reads are read by its `reads`, with the projector's rules. Those of kinds
+ * it counts are handed over with no fields; the rest are passed over. It stops at the first
+ * event it cannot read, unless `skip` sets it aside, and gives back the fold of the events
+ * before: a state is always the fold of a prefix of its log.
  *
  * `from` (a fresh `init()` by default) belongs to the fold from then on: `evolve` may change it.
  *

@@ -22,8 +22,8 @@ export interface SnapshotViewParts {
  * instead, about a third slower.
  *
  * The function runs as its caller, who needs SELECT on the projection's tables (as the reader
- * and projector roles have), with the search_path of the migration, so that a reader whose
- * search_path does not name this schema reads these tables. On Citus the view is left as it
+ * and projector roles have). It keeps the migration's search_path: a reader whose search_path
+ * does not name this schema still reads these tables. On Citus the view is left as it
  * is: there a function reading distributed tables would be called on each row's worker.
  * `down` makes the plain view again.
  *

@@ -94,10 +94,10 @@ export interface Projection<State = any> extends Partial<ProjectionFold<State>> 
   /**
    * Its fold, as data-modifying statements (`INSERT … SELECT … ON CONFLICT`) over a batch, each
    * reading the batch's relations itself: every session moves to its `last_seq`. On one
-   * server the projector runs them as expressions of its one batch statement (so: no
-   * data-modifying `WITH` inside, no parameters); on Citus one after another in the batch's
-   * transaction, where each should join its relations by `session_id` (and group by it) so that
-   * Citus runs it on every shard where the data is.
+   * server they run as expressions of the batch's one statement: no data-modifying `WITH`
+   * inside, no parameters. On Citus they run one after another in the batch's transaction.
+   * There each should join its relations by `session_id` (and group by it), so that Citus runs
+   * it on every shard where the data is.
    *
    * @example
    * ```ts

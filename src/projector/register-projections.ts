@@ -8,12 +8,11 @@ export const READER_ROLE = 'os_audit_reader';
 export const PROJECTOR_ROLE = 'os_audit_projector';
 
 /**
- * Makes each projection known to the database once its migrations have run: its checkpoint row
- * (at the start of the log, at its version) unless it has one, and the roles' grants on what it
- * declares: the reader role reads its tables and views, the projector role also writes its
- * tables and uses their sequences. On Citus its tables are distributed by `session_id`,
- * colocated with the store's (a table without that column stays on the coordinator). Each
- * statement may run again: `migrate` runs them every time.
+ * Makes each projection known to the database once its migrations have run. It gets its
+ * checkpoint row (at the start of the log, at its version) unless it has one. The reader role
+ * may read its tables and views; the projector role also writes its tables and uses their
+ * sequences. On Citus its tables with a `session_id` are distributed by it, colocated with the
+ * store's. Each statement may run again: `migrate` runs them every time.
  *
  * @example
  * ```ts
@@ -70,12 +69,12 @@ async function distributeTables(db: Kysely<any>, projection: Projection): Promis
 }
 
 /**
- * The statements that (re)create the projection's batch table on Citus, in order, to run in
- * one transaction: drop it if there, create it (`createBatchTableSql`), note the definition it
- * was made by (to know at the next migrate whether the reads changed), grant it to the
- * projector role, and distribute it by `session_id`, colocated with `sessions` (last: migrate
- * distributes it with the projection's tables). `migrate` runs them when the definition
- * changed; a batch that finds the table missing runs them before it tries again.
+ * The statements that (re)create the projection's batch table on Citus, to run in order in one
+ * transaction. They drop it, create it (`createBatchTableSql`), and note the definition it was
+ * made by, so that the next migrate knows whether the reads changed. Then they grant it to the
+ * projector role and distribute it by `session_id`, colocated with `sessions`; migrate leaves
+ * out that last one and distributes it with the projection's tables. `migrate` runs them when
+ * the definition changed; a batch that finds the table missing runs them before it tries again.
  */
 export function batchTableStatements(db: Kysely<any>, projection: Projection): string[] {
   const table = sql.table(batchTableOf(projection));

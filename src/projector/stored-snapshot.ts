@@ -116,11 +116,11 @@ export interface FoldLogOptions {
 const PAGE = 1000;
 
 /**
- * A projection's in-memory fold of a session's stored log (the reference its SQL snapshot must
- * equal), reading each event as the projector does: it stops where the projector stops a
- * session, at the first event the projection cannot read (unless it was set aside) or at a seq
- * missing from the log, and says so. A stored event that is no event at all (written around the
- * store) is a `CorruptEventError` naming its session and seq.
+ * A projection's in-memory fold of a session's stored log: the reference its SQL snapshot must
+ * equal. It reads each event as the projector does, and stops where the projector stops a
+ * session: at the first event the projection cannot read (unless it was set aside), or at a
+ * seq missing from the log. A stored event that is no event at all (written around the store)
+ * is a `CorruptEventError` naming its session and seq.
  *
  * @example
  * ```ts

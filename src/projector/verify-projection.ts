@@ -44,13 +44,13 @@ export interface VerifyReport {
 export type VerifySelection = { sessions: readonly string[] } | { all: true } | { sample: number };
 
 /**
- * Proves a projection's SQL snapshots right: each selected session's JSON in its
- * `snapshotView` is compared with `toJson` of the in-memory fold of its stored log up to the
- * last event the projection folded (skipping only the events `--skip-invalid` set aside, which
- * the projection did not fold either); a session the projection stopped must stop at the same
+ * Proves a projection's SQL snapshots right. Each selected session's JSON in its
+ * `snapshotView` is compared with `toJson` of the in-memory fold of its stored log, up to the
+ * last event the projection folded. Only the events `--skip-invalid` set aside are skipped: the
+ * projection did not fold them either. A session the projection stopped must stop at the same
  * event, for the same reason, in memory. A session whose log holds a stored event that is no
- * event (not JSON, not an object, not of its row's kind) is reported in `corrupt`, and the
- * others are verified all the same.
+ * event is reported in `corrupt`, and the others are verified all the same. A SQL-only
+ * projection's sessions are checked for where they were folded to and stopped, not compared.
  *
  * @example
  * ```ts

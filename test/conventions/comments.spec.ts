@@ -16,6 +16,8 @@ const FOLDERS = [
   'src/runtime',
   'src/session-log',
   'src/store',
+  'src/stored-log',
+  'src/testing',
   'src/text',
   'src/time',
   'src/verify',
@@ -135,21 +137,22 @@ function longSentences(comment: Comment): LongSentence[] {
     if (words > LONGEST_SENTENCE) found.push({ line: start, words });
     words = 0;
   };
-  let inCode = false;
+  let inExample = false;
+  let inFence = false;
   comment.text.split('\n').forEach((raw, offset) => {
     const text = raw.replace(/^\s*\*(?!\/)/, '').trim();
     if (text.startsWith('```')) {
       endSentence();
-      inCode = !inCode;
+      inFence = !inFence;
       return;
     }
     if (/^@\w+/.test(text)) {
       endSentence();
-      inCode = text.startsWith('@example');
+      inExample = text.startsWith('@example');
     }
     // A blank line ends a paragraph; a list item starts a sentence.
     if (text === '' || /^([-*]|\d+\.)\s/.test(text)) endSentence();
-    if (inCode) return;
+    if (inExample || inFence) return;
     for (const word of text.replace(/\b\w+:\/\/\S+/g, '').split(/\s+/)) {
       if (!/[\p{L}\p{N}]/u.test(word)) continue;
       if (words === 0) start = comment.line + offset;

@@ -58,27 +58,10 @@ const RESUMED_PER_BATCH = 1000;
 const STOPPED_REPORTED = 10;
 
 /**
- * One batch of a projection in one statement, exactly once: it renews the lease (locking its
- * row until the statement commits), reads the events after the checkpoint, folds them, and
- * moves the checkpoint by compare-and-set; if the lease was not renewed or the checkpoint had
- * moved, `os_audit_require` fails the statement and nothing of it is kept.
- *
- * - **The window**: the events after the checkpoint in (transaction id, position) order, of
- *   transactions older than every transaction still in progress. Identity positions are handed
- *   out at insert but become visible at commit; below that horizon nothing can commit any more,
- *   so reading there never skips an event committed out of position order.
- * - **Each session in seq order**: a session's events are folded from the one after its last
- *   folded seq. Where the window does not hold exactly those (a transaction committed a later
- *   seq of the session before another committed an earlier one), the missing ones are read from
- *   the log by seq, and those met again later are dropped (`seq <= prev_seq`).
- * - **A session stops alone**: at the first seq missing from its log (a hole) or, unless
- *   `skipInvalid`, at the first event the projection cannot read, the session stops: its
- *   snapshot stays at the fold of the events before, a row in `projection_blocked_sessions`
- *   says where and why, and its later events are passed over. Every other session goes on.
- *   With `skipInvalid` an unreadable event is set aside in `projection_errors` instead, and
- *   sessions stopped earlier at one are taken up again from there.
- * - The commit does not wait for its WAL flush: the snapshot tables are derived data that move
- *   together with their checkpoint, so a crash can only lose a whole batch, folded again later.
+ * One batch of a projection in one statement, exactly once. It renews the lease, reads the
+ * events after the checkpoint, folds them and moves the checkpoint by compare-and-set. A lost
+ * lease or a moved checkpoint fails the statement, and nothing of it is kept. A session stops
+ * alone at a hole or an unreadable event. Why: docs/design/projector-batch.md.
  *
  * It takes the parameters of {@link BatchParameters}, in that order, so that it can be prepared
  * once per connection.
@@ -271,8 +254,8 @@ function versionRequiredSql(projection: Projection): RawBuilder<boolean> {
 
 /**
  * Why a batch of `projection` may not fold onto tables at `tablesVersion` (null: the
- * projection is not registered), and what to run; on one server in SQL (`'%s'` for the
- * version the checkpoint holds), on Citus in the batch's code.
+ * projection is not registered), and what to run. On one server it is used in SQL (`'%s'` for
+ * the version the checkpoint holds); on Citus in the batch's code.
  */
 export function versionProblem(projection: Projection, tablesVersion: number | string | null): string {
   const { name, version } = projection;

@@ -5,16 +5,9 @@ import type { StoppedSession } from './batch-sql.js';
 
 /**
  * The statements of one batch on Citus, run in order in one transaction (see
- * `runSessionBatch`). On a cluster, transaction ids and identity positions say nothing about
- * what is visible on which worker (a multi-shard commit reaches the coordinator first and each
- * worker a moment later), so a batch finds its events by each session's seq instead: the
- * events after the seq the projection has folded up to (its heads) and up to the session's
- * head (`sessions.last_seq`). A session's head and its events live in one shard group, written
- * by one local transaction of one worker, so a head that is visible has all its events visible.
- * Every statement but the lease's and the checkpoint's joins the colocated tables on
- * `session_id`, so Citus runs it on each shard, where the data is, in parallel. The batch's
- * events are read once (their fields parsed from the payload) into the projection's batch
- * table, colocated too, which the projection's fold statements then read.
+ * `runSessionBatch`). A batch finds its events by each session's seq, not by transaction id,
+ * and each statement joins the colocated tables on `session_id`, so that it runs on the shards.
+ * Why: docs/design/projector-batch.md.
  *
  * Parameters: each builder says which it takes; they are bound positionally.
  */
@@ -39,12 +32,9 @@ export function resumeUnreadableSql(projection: Projection): RawBuilder<{ sessio
 /**
  * `$1` the most events of the batch, `$2` the sessions to take (null: all): the batch's
  * sessions, each from the seq after its head in the projection towards the session's head,
- * unless the session is stopped; at most `$1` events in all, as `--batch-size` documents. The
- * sessions are taken in the order of their first unfolded event's position (about the order
- * it was appended, as one server reads), so that no session waits behind newer ones; the last
- * session taken may get only part of its backlog (the next batch goes on from there). Each
- * session's row is found on its shard (pushed down); the running total over them is taken on
- * the coordinator: one row per session with a backlog, no event.
+ * unless the session is stopped. At most `$1` events in all, as `--batch-size` documents.
+ * Sessions are taken oldest backlog first; the last may get part of its backlog. One row per
+ * session with a backlog, no event.
  */
 export function planWorkSql(projection: Projection): RawBuilder<unknown> {
   const name = sql.lit(projection.name);
