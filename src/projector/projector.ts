@@ -171,7 +171,8 @@ export class Projector {
       else if (isConnectionLoss(error)) this.lost(error as Error);
       else {
         await this.recordError(error as Error);
-        // A statement's error does not name the projection (os-audit's own errors do). As the cause, its SQLSTATE still says what failed.
+        // A statement's error does not name the projection, as os-audit's own errors do.
+        // Kept as the cause, its SQLSTATE still says what failed.
         if (typeof (error as { code?: unknown }).code === 'string') {
           throw new Error(`projection ${this.projection.name}: batch failed: ${(error as Error).message}`, { cause: error });
         }
@@ -322,8 +323,7 @@ export class Projector {
 
   /**
    * For `os-audit status` in any process: the error of the last failed batch, the daemon's or
-   * `project --once`'s, until a batch succeeds. Best effort: the database may
-   * be what failed.
+   * `project --once`'s, until a batch succeeds. Best effort: the database may be what failed.
    */
   private async recordError(error: Error): Promise<void> {
     await this.db
