@@ -84,7 +84,8 @@ export function describeFailure(error: unknown, context: FailureContext): string
       case '42P01': // undefined_table
       case '42703': // undefined_column
       case '42883': // undefined_function
-        return `${databaseLabel(context.databaseUrl)} has no os-audit schema, or an older one than this os-audit (${message}): run \`os-audit migrate\``;
+        // The outermost message: it names what failed, a projection's batch say.
+        return `${databaseLabel(context.databaseUrl)} has no os-audit schema, or an older one than this os-audit (${(error as Error).message}): run \`os-audit migrate\``;
     }
   }
   return undefined;

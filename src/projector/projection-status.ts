@@ -69,9 +69,9 @@ export interface ProjectionHalt {
 
 /**
  * Whether a projection is halted: its last error is newer than its last progress (every batch
- * that folds anything clears it), so its projector is retrying a batch that keeps failing and no
- * session advances. Stopped sessions do not halt it: every other session goes on (they are
- * counted in `blockedSessions`).
+ * that succeeds clears it), so no session advances: its daemon retries a batch that keeps
+ * failing, or `project --once` failed. Stopped sessions do not halt it: every other session
+ * goes on (they are counted in `blockedSessions`).
  *
  * @example
  * ```ts

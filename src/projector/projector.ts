@@ -169,7 +169,15 @@ export class Projector {
       return result;
     } catch (error) {
       if (error instanceof LeaseLostError || error instanceof CheckpointMovedError) this.standby(error.message);
-      if (isConnectionLoss(error)) this.lost(error as Error);
+      else if (isConnectionLoss(error)) this.lost(error as Error);
+      else {
+        await this.recordError(error as Error);
+        // A statement's error does not name the projection, as os-audit's own errors do.
+        // Kept as the cause, its SQLSTATE still says what failed.
+        if (typeof (error as { code?: unknown }).code === 'string') {
+          throw new Error(`projection ${this.projection.name}: batch failed: ${(error as Error).message}`, { cause: error });
+        }
+      }
       throw error;
     }
   }
@@ -289,7 +297,6 @@ export class Projector {
             // Back soon after the database is: a lost connection is retried every few seconds at most.
             const connectionLost = isConnectionLoss(error);
             this.emit({ type: 'retry', error: error as Error, delayMs: retryDelayMs });
-            if (!connectionLost) await this.recordError(error as Error);
             await sleep(retryDelayMs, signal);
             retryDelayMs = Math.min(retryDelayMs * 2, connectionLost ? MAX_RECONNECT_DELAY_MS : 30_000);
           }
@@ -316,8 +323,8 @@ export class Projector {
   }
 
   /**
-   * For `os-audit status` in any process: the error of the last failed batch, until a batch
-   * moves the checkpoint again. Best effort: the database may be what failed.
+   * For `os-audit status` in any process: the error of the last failed batch, the daemon's or
+   * `project --once`'s, until a batch succeeds. Best effort: the database may be what failed.
    */
   private async recordError(error: Error): Promise<void> {
     await this.db

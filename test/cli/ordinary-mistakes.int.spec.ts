@@ -86,6 +86,9 @@ describe('ordinary mistakes: one line that says what to do', () => {
         expect(project.code).toBe(1);
         expect(project.stderr.split('\n').at(-2)).toMatch(/^os-audit: .* run `os-audit migrate`$/);
         expect((await cli(['migrate'], { DATABASE_URL: older.url })).code).toBe(0);
+        // Halted by the batch that failed until one succeeds, with nothing to fold too.
+        expect((await cli(['status'], { DATABASE_URL: older.url })).code).toBe(1);
+        expect((await cli(['project', '--once'], { DATABASE_URL: older.url })).code).toBe(0);
         expect((await cli(['status'], { DATABASE_URL: older.url })).code).toBe(0);
       } finally {
         await older.drop();

@@ -17,6 +17,9 @@ describe('os-audit status exit code', () => {
     await sql`ALTER TABLE os_snapshots RENAME TO os_snapshots_away`.execute(testDb.db);
     const stop = new AbortController();
     await osSnapshotProjector(testDb.db, { pollIntervalMs: 50, onEvent: (event) => event.type === 'retry' && stop.abort() }).run(stop.signal);
+    const once = await runCliInProcess(['project', '--once', '--projection', 'os_snapshot'], { env: { DATABASE_URL: testDb.url } });
+    expect(once.code).toBe(1);
+    expect(once.stderr).toMatch(/^os-audit: database \w+ has no os-audit schema, or an older one than this os-audit \(projection os_snapshot: batch failed: relation "os_snapshots" does not exist\): run `os-audit migrate`$/m);
 
     const halted = await status();
     expect(halted.code).toBe(1);

@@ -108,8 +108,8 @@ describe("a projection's SQL that fails on a session's events", () => {
       },
     });
     await projector.run(stop.signal);
-    expect(retries[0]!.message).toMatch(/relation "gated_tool_heads" does not exist/);
-    expect((await readProjectionStatus(testDb.db, 'gated_tools')).lastError).toMatchObject({ message: retries[0]!.message, at: expect.any(Date) });
+    expect(retries[0]!.message).toMatch(/^projection gated_tools: batch failed: relation "gated_tool_heads" does not exist/);
+    expect((await readProjectionStatus(testDb.db, 'gated_tools')).lastError).toMatchObject({ message: (retries[0]!.cause as Error).message, at: expect.any(Date) });
 
     await sql`CREATE TABLE gated_tool_heads (session_id text PRIMARY KEY, last_seq bigint NOT NULL, gated bigint NOT NULL)`.execute(testDb.db);
     await sql`CREATE TABLE gated_tools (session_id text, seq bigint, tool text, PRIMARY KEY (session_id, seq))`.execute(testDb.db);

@@ -1,12 +1,15 @@
+import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
 import { type ProjectionStatus, readProjectionStatus } from '../../src/projector/projection-status.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
 import { onCitus, useTestDatabase } from '../support/test-database.js';
+import toolGatesProjections from '../support/tool-gates-projection.js';
 
 const testDb = useTestDatabase();
 
@@ -59,5 +62,38 @@ describe('status', () => {
     expect(JSON.parse(one.stdout)).toMatchObject([{ projection: 'os_snapshot' }]);
     const unknown = await runCliInProcess(['status', '--projection', 'nope'], { env: { DATABASE_URL: testDb.url } });
     expect(unknown).toMatchObject({ code: 2, stderr: expect.stringContaining('no projection "nope"; the projections are os_snapshot') });
+  });
+});
+
+describe('status after project --once', () => {
+  const cli = (...args: string[]) =>
+    runCliInProcess([...args, '--projection', 'tool_gates'], { env: { DATABASE_URL: testDb.url, OS_AUDIT_PROJECTIONS: 'test/support/tool-gates-projection.ts' } });
+  const gated = (turn: number, tool: string) => ({ kind: 'tool_gated', turn, call_id: `c${turn}`, tool, reason: 'ask_user' });
+  const cause = 'ON CONFLICT DO UPDATE command cannot affect row a second time';
+
+  it('shows the error of its failed batch, which project --once printed naming the projection, until a batch folds', async () => {
+    await migrateToLatest(testDb.db, toolGatesProjections);
+    // Two gates of one tool in one batch: the projection's upsert meets its row twice.
+    await new EventStore(testDb.db).append('gates-twice', [gated(1, 'shell'), gated(2, 'shell')]);
+
+    const once = await cli('project', '--once');
+    expect(once.code).toBe(1);
+    expect(once.stderr).toMatch(new RegExp(`^os-audit: projection tool_gates: batch failed: ${cause}$`, 'm'));
+
+    const halted = await cli('status');
+    expect(halted.code).toBe(1);
+    expect(halted.stdout).toMatch(new RegExp(`^  last error: ${cause} \\(at \\d{4}-.+Z\\)$`, 'm'));
+    expect(halted.stdout).toMatch(/^  halted: +yes/m);
+    expect(halted.stderr).toBe(`os-audit: projection tool_gates is halted: ${cause}\n`);
+    const json = await cli('status', '--json');
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject([{ projection: 'tool_gates', lastError: { message: cause, at: expect.any(String) }, halted: { reason: cause } }]);
+
+    // One event per batch: the upsert meets each row once, and the batch that folds clears the error.
+    expect((await cli('project', '--once', '--batch-size', '1')).code).toBe(0);
+    expect((await sql`SELECT session_id, tool, gates FROM tool_gates`.execute(testDb.db)).rows).toEqual([{ session_id: 'gates-twice', tool: 'shell', gates: 2 }]);
+    const running = await cli('status', '--json');
+    expect(running.code).toBe(0);
+    expect(JSON.parse(running.stdout)).toMatchObject([{ lastError: null, halted: null }]);
   });
 });

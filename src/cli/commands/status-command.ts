@@ -54,7 +54,7 @@ function describeStatus(status: ProjectionStatus): string {
       : `  leader:     ${leader.owner} (epoch ${leader.epoch}, lease ${leader.live ? 'held until' : 'expired at'} ${leader.expiresAt.toISOString()})`,
   );
   lines.push(`  last error: ${lastError === null ? 'none' : `${lastError.message}${lastError.at ? ` (at ${lastError.at.toISOString()})` : ''}`}`);
-  if (status.halted !== null) lines.push('  halted:     yes: no batch has folded anything since that error; the projector retries it');
+  if (status.halted !== null) lines.push('  halted:     yes: no batch has succeeded since that error (a daemon retries it)');
   if (status.skippedEvents > 0) lines.push(`  set aside:  ${countOf(status.skippedEvents, 'event')} in projection_errors`);
   if (status.blockedSessions > 0) {
     lines.push(`  stopped:    ${countOf(status.blockedSessions, 'session')} (every other session goes on; all are in the view os_blocked_sessions)`);

@@ -204,6 +204,12 @@ export function batchSql(projection: Projection): RawBuilder<BatchOutcome> {
         AND c.epoch <= ${epoch}
         AND l.projection = c.projection AND l.owner = ${owner} AND l.epoch = ${epoch}
       RETURNING 1
+    ),
+    -- A batch with nothing to fold succeeds too: the error of one that failed before is over.
+    batch_recovered AS (
+      UPDATE projection_checkpoints SET last_error = NULL, last_error_at = NULL
+      WHERE projection = ${name} AND last_error IS NOT NULL AND NOT EXISTS (SELECT FROM batch_end)
+      RETURNING 1
     )
     SELECT
       ${versionRequiredSql(projection)} AS registered,
