@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { type ProjectionStatus, readProjectionStatus } from '../../src/projector/projection-status.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';
