@@ -8,8 +8,12 @@
  */
 export {
   emptyOsSnapshot,
+  OS_SNAPSHOT_COUNTER_NAMES,
+  osSnapshotCounts,
   type BudgetExceededRecord,
   type OsSnapshot,
+  type OsSnapshotCounter,
+  type OsSnapshotCounts,
   type ProcessRecord,
   type SignalRecord,
   type SuspendRecord,
@@ -19,10 +23,7 @@ export {
   BUDGET_EXCEEDED_RECORD_KEYS,
   canonicalOsSnapshot,
   OS_SNAPSHOT_KEYS,
-  parseOsSnapshot,
   PROCESS_RECORD_KEYS,
-  serializeOsSnapshot,
   SIGNAL_RECORD_KEYS,
   SUSPEND_RECORD_KEYS,
-  type SerializeOsSnapshotOptions,
 } from './serialize-os-snapshot.js';

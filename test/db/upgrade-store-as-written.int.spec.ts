@@ -7,7 +7,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { importLogs } from '../../src/import/import-logs.js';
 import { encodeEventText } from '../../src/store/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
 import { restoreDump } from '../support/restore-dump.js';
 import type { ScratchDatabase } from '../support/scratch-database.js';
