@@ -1,129 +1,18 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * A session's snapshot as the spec's JSON, built from its `os_snapshots` row `s` and its rows
- * of the list tables: the column `snapshot` of `os_snapshot_json`. `json`, not `jsonb`, keeps
- * the keys in the order they are built: the spec's order. Since `os_snapshot/0001`, also the
- * body of the function that view calls.
- */
-export const osSnapshotJsonSql = sql`
-  json_build_object(
-    'last_suspend', CASE WHEN s.last_suspend_seq IS NULL THEN NULL ELSE json_build_object(
-      'turn', s.last_suspend_turn,
-      'reason', s.last_suspend_reason,
-      'pending_calls', to_json(s.last_suspend_pending_calls)) END,
-    'last_resumed_turn', s.last_resumed_turn,
-    'process_by_agent', coalesce((
-      SELECT json_agg(json_build_object(
-               'turn', p.turn, 'agent_id', p.agent_id,
-               'parent_session_id', p.parent_session_id, 'state', p.state) ORDER BY p.first_seq)
-      FROM os_processes p WHERE p.session_id = s.session_id), '[]'::json),
-    'budget_exceeded', coalesce((
-      SELECT json_agg(json_build_object('turn', b.turn, 'budget', b.budget) ORDER BY b.seq)
-      FROM os_budget_exceeded b WHERE b.session_id = s.session_id), '[]'::json),
-    'signals', coalesce((
-      SELECT json_agg(json_build_object(
-               'turn', g.turn, 'signal_id', g.signal_id,
-               'disposition', g.disposition, 'queue_depth', g.queue_depth) ORDER BY g.seq)
-      FROM os_signals g WHERE g.session_id = s.session_id), '[]'::json),
-    'page_out_count', s.page_out_count,
-    'page_in_count', s.page_in_count,
-    'tool_gated_count', s.tool_gated_count,
-    'memory_written_count', s.memory_written_count,
-    'memory_queried_count', s.memory_queried_count,
-    'memory_validation_failed_count', s.memory_validation_failed_count,
-    'memory_retrieval_result_count', s.memory_retrieval_result_count
-  )`;
-
-/**
- * The OS audit snapshot, materialized (shared/spec/session-events.md, section 3), and the
- * projector's bookkeeping.
+ * The projector's bookkeeping, and (until 0007) the field checks of the OS snapshot's readers.
  *
- * - `os_snapshots`: one row per session, the counters and the last suspend / resume; `last_seq`
- *   is the last event of the session folded in (the projector applies only the next one).
- * - `os_processes`: one row per (session, agent), upserted; `first_seq` keeps the snapshot's
- *   order (first appearance), the other columns the latest event's fields.
- * - `os_signals`, `os_budget_exceeded`: one row per event.
- * - `os_snapshot_json`: each session's snapshot as the spec's JSON, keys in the spec's order.
  * - `projection_checkpoints`: how far each projection has read, in (transaction_id, position)
  *   order, moved only by a compare-and-set; `projection_leases`: which projector may write
  *   (owner, epoch as a fencing token, expiry); `projection_errors`: events set aside by
  *   `--skip-invalid`.
+ *
+ * Earlier os-audit versions also made the OS snapshot's tables and its view `os_snapshot_json`
+ * here: the projection makes them now (`projections/os-snapshot/migrations/0000-tables.ts`),
+ * and a database migrated before keeps them.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`
-    CREATE TABLE os_snapshots (
-      session_id text PRIMARY KEY,
-      last_suspend_seq bigint,
-      last_suspend_turn bigint,
-      last_suspend_reason text,
-      last_suspend_pending_calls text[],
-      last_suspended_at timestamptz,
-      last_resumed_seq bigint,
-      last_resumed_turn bigint,
-      page_out_count bigint NOT NULL DEFAULT 0,
-      page_in_count bigint NOT NULL DEFAULT 0,
-      tool_gated_count bigint NOT NULL DEFAULT 0,
-      memory_written_count bigint NOT NULL DEFAULT 0,
-      memory_queried_count bigint NOT NULL DEFAULT 0,
-      memory_validation_failed_count bigint NOT NULL DEFAULT 0,
-      memory_retrieval_result_count bigint NOT NULL DEFAULT 0,
-      last_seq bigint NOT NULL,
-      updated_at timestamptz NOT NULL DEFAULT now(),
-      CHECK ((last_suspend_seq IS NULL) = (last_suspend_turn IS NULL))
-    )`.execute(db);
-  // Dashboards: sessions suspended most recently, and those still suspended.
-  await sql`
-    CREATE INDEX os_snapshots_last_suspended_at_idx ON os_snapshots (last_suspended_at DESC)
-    WHERE last_suspend_seq IS NOT NULL`.execute(db);
-  await sql`
-    CREATE INDEX os_snapshots_suspended_idx ON os_snapshots (last_suspend_reason)
-    WHERE last_suspend_seq > coalesce(last_resumed_seq, -1)`.execute(db);
-
-  await sql`
-    CREATE TABLE os_processes (
-      session_id text NOT NULL,
-      agent_id text NOT NULL,
-      first_seq bigint NOT NULL,
-      last_seq bigint NOT NULL,
-      turn bigint NOT NULL,
-      parent_session_id text NOT NULL,
-      state text NOT NULL,
-      role text NOT NULL,
-      isolation text NOT NULL,
-      context_inheritance text NOT NULL,
-      result_termination text,
-      permitted_capability_ids text[] NOT NULL,
-      updated_at timestamptz NOT NULL DEFAULT now(),
-      PRIMARY KEY (session_id, agent_id)
-    )`.execute(db);
-  await sql`CREATE INDEX os_processes_state_idx ON os_processes (state, session_id)`.execute(db);
-  await sql`CREATE INDEX os_processes_parent_idx ON os_processes (parent_session_id)`.execute(db);
-
-  await sql`
-    CREATE TABLE os_signals (
-      session_id text NOT NULL,
-      seq bigint NOT NULL,
-      turn bigint NOT NULL,
-      signal_id text NOT NULL,
-      disposition text NOT NULL,
-      queue_depth bigint NOT NULL,
-      PRIMARY KEY (session_id, seq)
-    )`.execute(db);
-  await sql`CREATE INDEX os_signals_disposition_idx ON os_signals (disposition, session_id)`.execute(db);
-
-  await sql`
-    CREATE TABLE os_budget_exceeded (
-      session_id text NOT NULL,
-      seq bigint NOT NULL,
-      turn bigint NOT NULL,
-      budget text NOT NULL,
-      PRIMARY KEY (session_id, seq)
-    )`.execute(db);
-  await sql`CREATE INDEX os_budget_exceeded_budget_idx ON os_budget_exceeded (budget, session_id)`.execute(db);
-
-  await sql`CREATE VIEW os_snapshot_json AS SELECT s.session_id, ${osSnapshotJsonSql} AS snapshot FROM os_snapshots s`.execute(db);
-
   await sql`
     CREATE TABLE projection_checkpoints (
       projection text PRIMARY KEY,
@@ -154,7 +43,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       skipped_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (projection, position)
     )`.execute(db);
-  await sql`INSERT INTO projection_checkpoints (projection) VALUES ('os_snapshot')`.execute(db);
 
   // Field checks of the snapshot's readers; each gives a message naming the field, or NULL.
   await sql`
@@ -222,12 +110,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  await sql`DROP VIEW os_snapshot_json`.execute(db);
-  for (const table of ['os_snapshots', 'os_processes', 'os_signals', 'os_budget_exceeded', 'projection_checkpoints', 'projection_leases', 'projection_errors']) {
+  for (const table of ['projection_checkpoints', 'projection_leases', 'projection_errors']) {
     await sql`DROP TABLE ${sql.table(table)}`.execute(db);
   }
   await sql`DROP FUNCTION os_snapshot_event_problem(text, jsonb)`.execute(db);
   await sql`DROP FUNCTION os_audit_u32_problem(jsonb, text)`.execute(db);
   await sql`DROP FUNCTION os_audit_string_problem(jsonb, text, boolean)`.execute(db);
   await sql`DROP FUNCTION os_audit_string_list_problem(jsonb, text)`.execute(db);
+}
+
+/**
+ * Whether 0002 of an earlier os-audit made the OS snapshot's tables in this database: the later
+ * engine migrations change them only there.
+ */
+export async function madeOsSnapshotTables(db: Kysely<unknown>): Promise<boolean> {
+  const { rows } = await sql<{ present: boolean }>`SELECT to_regclass('os_snapshots') IS NOT NULL AS present`.execute(db);
+  return rows[0]!.present;
 }

@@ -1,4 +1,5 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { madeOsSnapshotTables } from './0002-os-snapshot-projection.js';
 
 /** Reads the snapshot tables and the dashboard views: nothing else. */
 const READER_ROLE = 'os_audit_reader';
@@ -8,7 +9,7 @@ const WRITER_ROLE = 'os_audit_writer';
 const PROJECTOR_ROLE = 'os_audit_projector';
 
 const SNAPSHOT_TABLES = ['os_snapshots', 'os_processes', 'os_signals', 'os_budget_exceeded'];
-const READ_VIEWS = [
+const SNAPSHOT_VIEWS = [
   'os_snapshot_json',
   'os_session_overview',
   'os_process_states',
@@ -16,9 +17,8 @@ const READ_VIEWS = [
   'os_suspended_sessions',
   'os_signal_dispositions',
   'os_budget_events',
-  'os_event_activity',
-  'os_projection_lag',
 ];
+const ENGINE_VIEWS = ['os_event_activity', 'os_projection_lag'];
 const PROBLEM_FUNCTIONS = [
   sql`os_snapshot_event_problem(text, jsonb)`,
   sql`os_audit_u32_problem(jsonb, text)`,
@@ -40,7 +40,9 @@ const PROBLEM_FUNCTIONS = [
  *   set-aside events, executes the snapshot's field checks, and may create the temporary
  *   batch table (TEMPORARY is granted explicitly, so that revoking it from PUBLIC is safe).
  *
- * A later migration that adds a table or a view grants on it itself.
+ * A later migration that adds a table or a view grants on it itself. The OS snapshot's tables
+ * and views are granted on here only where an earlier os-audit made them in 0002 and 0004;
+ * elsewhere the projection's registration grants on them (`registerProjections`).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await createGroupRolesSql([READER_ROLE, WRITER_ROLE, PROJECTOR_ROLE]).execute(db);
@@ -49,15 +51,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   const writer = sql.id(WRITER_ROLE);
   const projector = sql.id(PROJECTOR_ROLE);
   const all = sql.join([reader, writer, projector]);
+  // A database an earlier os-audit began holds the snapshot's tables and views already.
+  const snapshot = await madeOsSnapshotTables(db);
   const snapshotTables = sql.join(SNAPSHOT_TABLES.map((table) => sql.table(table)));
-  const views = sql.join(READ_VIEWS.map((view) => sql.table(view)));
+  const views = sql.join([...(snapshot ? SNAPSHOT_VIEWS : []), ...ENGINE_VIEWS].map((view) => sql.table(view)));
 
   // Given to PUBLIC by default, granted explicitly so that a hardened database keeps working.
   await sql`GRANT CONNECT ON DATABASE ${sql.id(database)} TO ${all}`.execute(db);
   await sql`GRANT USAGE ON SCHEMA ${sql.id(schema)} TO ${all}`.execute(db);
   await sql`GRANT TEMPORARY ON DATABASE ${sql.id(database)} TO ${projector}`.execute(db);
 
-  await sql`GRANT SELECT ON ${snapshotTables}, ${views} TO ${reader}`.execute(db);
+  if (snapshot) await sql`GRANT SELECT ON ${snapshotTables} TO ${reader}`.execute(db);
+  await sql`GRANT SELECT ON ${views} TO ${reader}`.execute(db);
 
   // Reading the log back: heads, a re-import's comparison with what is stored, `os-audit events`.
   await sql`GRANT SELECT ON session_events, sessions TO ${writer}`.execute(db);
@@ -65,7 +70,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`GRANT INSERT (session_id, last_seq), UPDATE (last_seq, last_recorded_at) ON sessions TO ${writer}`.execute(db);
 
   await sql`GRANT SELECT ON session_events, sessions, ${views} TO ${projector}`.execute(db);
-  await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON ${snapshotTables} TO ${projector}`.execute(db);
+  if (snapshot) await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON ${snapshotTables} TO ${projector}`.execute(db);
   await sql`GRANT SELECT, UPDATE ON projection_checkpoints TO ${projector}`.execute(db);
   await sql`GRANT SELECT, INSERT, UPDATE ON projection_leases TO ${projector}`.execute(db);
   await sql`GRANT SELECT, INSERT, DELETE ON projection_errors TO ${projector}`.execute(db);
@@ -76,7 +81,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   const { database, schema } = await currentDatabaseAndSchema(db);
   const all = sql.join([READER_ROLE, WRITER_ROLE, PROJECTOR_ROLE].map((role) => sql.id(role)));
-  const tables = [...SNAPSHOT_TABLES, ...READ_VIEWS, 'session_events', 'sessions', 'projection_checkpoints', 'projection_leases', 'projection_errors'];
+  const snapshot = (await madeOsSnapshotTables(db)) ? [...SNAPSHOT_TABLES, ...SNAPSHOT_VIEWS] : [];
+  const tables = [...snapshot, ...ENGINE_VIEWS, 'session_events', 'sessions', 'projection_checkpoints', 'projection_leases', 'projection_errors'];
   await sql`REVOKE ALL ON ${sql.join(tables.map((table) => sql.table(table)))} FROM ${all}`.execute(db);
   await sql`REVOKE ALL ON FUNCTION ${sql.join(PROBLEM_FUNCTIONS)} FROM ${all}`.execute(db);
   await sql`REVOKE ALL ON SCHEMA ${sql.id(schema)} FROM ${all}`.execute(db);

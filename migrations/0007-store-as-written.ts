@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { encodeEventText } from '../src/events/encode-event.js';
+import { madeOsSnapshotTables } from './0002-os-snapshot-projection.js';
 
 /**
  * The log keeps every event as the runtime wrote it, and a session the snapshot cannot read
@@ -24,6 +25,9 @@ import { encodeEventText } from '../src/events/encode-event.js';
  * re-import compares them by value (`find-first-mismatch.ts`). The few whose exact text was
  * kept beside them (`payload_text`) are stored again from it as the store writes events now.
  * The OS snapshot is folded again from the start: the rules it reads events by changed.
+ *
+ * The snapshot's parts run only where an earlier os-audit made its tables (0002): the
+ * projection makes them now, as they are after this migration.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -50,19 +54,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     $$`.execute(db);
   await sql`GRANT SELECT ON session_events_stored_as_jsonb TO os_audit_writer`.execute(db);
   await sql`GRANT EXECUTE ON FUNCTION os_audit_same_json_value(json, json) TO os_audit_writer`.execute(db);
-  await sql`TRUNCATE os_snapshots, os_processes, os_signals, os_budget_exceeded`.execute(db);
-  await sql`DELETE FROM projection_errors WHERE projection = 'os_snapshot'`.execute(db);
-  await sql`
-    UPDATE projection_checkpoints SET transaction_id = '0', position = 0, events_applied = 0, last_error = NULL, last_error_at = NULL
-    WHERE projection = 'os_snapshot'`.execute(db);
-
-  await sql`
-    ALTER TABLE os_processes
-      ALTER COLUMN parent_session_id DROP NOT NULL,
-      ALTER COLUMN role DROP NOT NULL,
-      ALTER COLUMN isolation DROP NOT NULL,
-      ALTER COLUMN context_inheritance DROP NOT NULL,
-      ALTER COLUMN permitted_capability_ids DROP NOT NULL`.execute(db);
+  // A database an earlier os-audit began: the snapshot's tables are there, to fold again.
+  const snapshot = await madeOsSnapshotTables(db);
+  if (snapshot) await foldOsSnapshotAgain(db);
 
   await sql`
     CREATE TABLE projection_blocked_sessions (
@@ -86,6 +80,32 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE VIEW os_blocked_sessions AS
     SELECT projection, session_id, seq AS blocked_at_seq, position, kind, reason, problem, blocked_at
     FROM projection_blocked_sessions`.execute(db);
+  if (snapshot) await addBlockedSessionsToOverview(db);
+
+  await sql`CREATE INDEX projection_errors_session_idx ON projection_errors (projection, session_id)`.execute(db);
+
+  await sql`GRANT SELECT ON os_blocked_sessions TO os_audit_reader, os_audit_projector`.execute(db);
+  await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON projection_blocked_sessions TO os_audit_projector`.execute(db);
+}
+
+/** The OS snapshot emptied and its checkpoint moved back, to be folded again; its processes' other fields made optional. */
+async function foldOsSnapshotAgain(db: Kysely<unknown>): Promise<void> {
+  await sql`TRUNCATE os_snapshots, os_processes, os_signals, os_budget_exceeded`.execute(db);
+  await sql`DELETE FROM projection_errors WHERE projection = 'os_snapshot'`.execute(db);
+  await sql`
+    UPDATE projection_checkpoints SET transaction_id = '0', position = 0, events_applied = 0, last_error = NULL, last_error_at = NULL
+    WHERE projection = 'os_snapshot'`.execute(db);
+  await sql`
+    ALTER TABLE os_processes
+      ALTER COLUMN parent_session_id DROP NOT NULL,
+      ALTER COLUMN role DROP NOT NULL,
+      ALTER COLUMN isolation DROP NOT NULL,
+      ALTER COLUMN context_inheritance DROP NOT NULL,
+      ALTER COLUMN permitted_capability_ids DROP NOT NULL`.execute(db);
+}
+
+/** `os_session_overview` with the session's stop and set-aside events. */
+async function addBlockedSessionsToOverview(db: Kysely<unknown>): Promise<void> {
   // New columns go last: CREATE OR REPLACE keeps the view's existing columns as they are.
   await sql`
     CREATE OR REPLACE VIEW os_session_overview AS
@@ -121,11 +141,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CROSS JOIN LATERAL (
       SELECT count(*) AS skipped_events FROM projection_errors
       WHERE projection = 'os_snapshot' AND session_id = h.session_id) x`.execute(db);
-
-  await sql`CREATE INDEX projection_errors_session_idx ON projection_errors (projection, session_id)`.execute(db);
-
-  await sql`GRANT SELECT ON os_blocked_sessions TO os_audit_reader, os_audit_projector`.execute(db);
-  await sql`GRANT SELECT, INSERT, UPDATE, DELETE ON projection_blocked_sessions TO os_audit_projector`.execute(db);
 }
 
 /**

@@ -283,7 +283,7 @@ export async function defineChainEvent(db: Kysely<unknown>, predecessor: string)
     $$`.execute(db);
 }
 
-/** The encoder's rule (u32OrNull in src/store/encode-event.ts): an integer literal in 0..2^32-1 (0019 reads it in one pass). */
+/** The encoder's rule (u32OrNull in src/events/encode-event.ts): an integer literal in 0..2^32-1 (0019 reads it in one pass). */
 export async function defineTurnAsWritten(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE OR REPLACE FUNCTION os_audit_turn_as_written(payload json) RETURNS bigint

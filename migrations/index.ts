@@ -24,9 +24,10 @@ import * as chainPredecessorWithoutHistory from './0020-chain-predecessor-withou
  * The engine's migrations (the event store, the projector's bookkeeping, the roles), by name,
  * applied in name order, before each projection's own (see `migrateToLatest`). The OS
  * snapshot's tables came before projections had migrations of their own: 0002, 0004, 0005 and
- * 0007 create them. Imported statically (not read from the
- * folder at run time) so that the same list runs from the sources, the build and the tests;
- * `test/db/migrations.int.spec.ts` fails when a file of this folder is missing here.
+ * 0007 of earlier os-audit versions made them, and change them still where those did.
+ * Imported statically (not read from the folder at run time) so that the same list runs from
+ * the sources, the build and the tests; `test/db/migrated-schema.int.spec.ts` fails when a
+ * file of this folder is missing here.
  */
 export const migrations: Record<string, Migration> = {
   '0001-event-store': eventStore,

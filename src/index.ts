@@ -98,22 +98,28 @@ export { LeaseLostError } from './projector/lease.js';
 export { type BlockedSession, type HorizonHolder, type ProjectionHalt, projectionHalt, type ProjectionStatus, readProjectionStatus } from './projector/projection-status.js';
 export { rebuildProjection, type RebuildOptions, type RebuildReport } from './projector/rebuild-projection.js';
 
-// The OS audit snapshot: the reference fold, its SQL projection, reading and verifying it.
+// The OS audit snapshot: the reference fold, its SQL projection and its JSON.
 export {
   type BudgetExceededRecord,
   canonicalOsSnapshot,
   emptyOsSnapshot,
   foldOsSnapshot,
   type OsSnapshot,
-  parseOsSnapshot,
   type ProcessRecord,
-  type SerializeOsSnapshotOptions,
-  serializeOsSnapshot,
   type SignalRecord,
   type SuspendRecord,
 } from '../projections/os-snapshot/index.js';
 export { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
-export { type FoldedSnapshot, foldStoredOsSnapshot, OS_SNAPSHOT_PROJECTION, readSqlOsSnapshot } from '../projections/os-snapshot/stored-os-snapshot.js';
-export { verifyOsSnapshots } from '../projections/os-snapshot/verify-os-snapshots.js';
+// Its API from before projections were plug-ins, deprecated: the general one with `osSnapshotProjection` replaces it.
+export {
+  type FoldedSnapshot,
+  foldStoredOsSnapshot,
+  OS_SNAPSHOT_PROJECTION,
+  parseOsSnapshot,
+  readSqlOsSnapshot,
+  type SerializeOsSnapshotOptions,
+  serializeOsSnapshot,
+  verifyOsSnapshots,
+} from './deprecated-os-snapshot.js';
 // Every projection os-audit ships, in the order the CLI runs them.
 export { builtInProjections } from '../projections/index.js';

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { ProcessRecord, SuspendRecord } from '../os-snapshot/index.js';
+import { type OsSnapshotCounts, osSnapshotCounts, type ProcessRecord, type SuspendRecord } from '../os-snapshot/index.js';
 
 export type { ProcessRecord, SuspendRecord };
 
@@ -58,9 +58,9 @@ export interface CancellationRecord {
 
 /**
  * The v0.2.60 OS audit snapshot of one session, folded from its events in `seq` order. Its JSON
- * has the keys in the order declared here (see `osSnapshotV0260Json`).
+ * has the keys in the order declared here, the seed's seven counters last (see `osSnapshotV0260Json`).
  */
-export interface OsSnapshotV0260 {
+export interface OsSnapshotV0260 extends OsSnapshotCounts {
   /** The last `suspended` event's `{turn, reason, pending_calls}`; `null` if none. */
   readonly last_suspend: SuspendRecord | null;
   /** The last `resumed` event's turn; `null` if none. */
@@ -75,13 +75,6 @@ export interface OsSnapshotV0260 {
   readonly cancellations: readonly CancellationRecord[];
   /** Every `signal_delivery_disposed` event, in log order. */
   readonly signals: readonly SignalDeliveryDisposedRecord[];
-  readonly page_out_count: number;
-  readonly page_in_count: number;
-  readonly tool_gated_count: number;
-  readonly memory_written_count: number;
-  readonly memory_queried_count: number;
-  readonly memory_validation_failed_count: number;
-  readonly memory_retrieval_result_count: number;
 }
 
 /**
@@ -101,12 +94,6 @@ export function emptyOsSnapshotV0260(): OsSnapshotV0260 {
     budget_usage_reported: [],
     cancellations: [],
     signals: [],
-    page_out_count: 0,
-    page_in_count: 0,
-    tool_gated_count: 0,
-    memory_written_count: 0,
-    memory_queried_count: 0,
-    memory_validation_failed_count: 0,
-    memory_retrieval_result_count: 0,
+    ...osSnapshotCounts(),
   };
 }

@@ -1,4 +1,5 @@
 import type { JsonObject } from '../../src/projection-api.js';
+import { osSnapshotCounts } from '../os-snapshot/index.js';
 import type { OsSnapshotV0260 } from './os-snapshot-v0-2-60.js';
 
 /**
@@ -29,13 +30,7 @@ export function osSnapshotV0260Json(snapshot: OsSnapshotV0260): JsonObject {
     budget_usage_reported: snapshot.budget_usage_reported.slice(),
     cancellations: snapshot.cancellations.slice(),
     signals: snapshot.signals.slice(),
-    page_out_count: snapshot.page_out_count,
-    page_in_count: snapshot.page_in_count,
-    tool_gated_count: snapshot.tool_gated_count,
-    memory_written_count: snapshot.memory_written_count,
-    memory_queried_count: snapshot.memory_queried_count,
-    memory_validation_failed_count: snapshot.memory_validation_failed_count,
-    memory_retrieval_result_count: snapshot.memory_retrieval_result_count,
+    ...osSnapshotCounts(snapshot),
   } satisfies Record<keyof OsSnapshotV0260, unknown>;
   // Interfaces have no index signature: the records are JSON all the same.
   return json as unknown as JsonObject;

@@ -8,8 +8,12 @@
  */
 export {
   emptyOsSnapshot,
+  OS_SNAPSHOT_COUNTER_NAMES,
+  osSnapshotCounts,
   type BudgetExceededRecord,
   type OsSnapshot,
+  type OsSnapshotCounter,
+  type OsSnapshotCounts,
   type ProcessRecord,
   type SignalRecord,
   type SuspendRecord,
@@ -19,12 +23,9 @@ export {
   BUDGET_EXCEEDED_RECORD_KEYS,
   canonicalOsSnapshot,
   OS_SNAPSHOT_KEYS,
-  parseOsSnapshot,
   PROCESS_RECORD_KEYS,
-  serializeOsSnapshot,
   SIGNAL_RECORD_KEYS,
   SUSPEND_RECORD_KEYS,
-  type SerializeOsSnapshotOptions,
 } from './serialize-os-snapshot.js';
 
 // For projections that build on this one (os_snapshot_v0_2_60): its fold, reads and SQL parts.

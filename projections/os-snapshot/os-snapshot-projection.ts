@@ -1,6 +1,6 @@
 import { defineProjection, type JsonObject, plannedOnceSnapshotView } from '../../src/projection-api.js';
-import { osSnapshotJsonSql } from '../../migrations/0002-os-snapshot-projection.js';
 import { evolveOsSnapshot, type OsSnapshotState, osSnapshotState } from './fold-os-snapshot.js';
+import * as tables from './migrations/0000-tables.js';
 import { OS_SNAPSHOT_COUNTERS, OS_SNAPSHOT_READS } from './os-snapshot-reads.js';
 import { canonicalOsSnapshot } from './serialize-os-snapshot.js';
 import { osSnapshotFoldStatements } from './sql/apply-os-snapshot-events.js';
@@ -11,8 +11,8 @@ import { osSnapshotFoldStatements } from './sql/apply-os-snapshot-events.js';
  * together through the view `os_snapshot_json`, and the dashboard views over them.
  *
  * Its tables and views came before projections had migrations of their own: the engine's
- * migrations 0002, 0004, 0005 and 0007 created them, and a database migrated then keeps them;
- * its own migrations change them since.
+ * migrations 0002, 0004, 0005 and 0007 of earlier os-audit versions made them, and a database
+ * they migrated keeps them; `0000-tables` makes them, as they are now, everywhere else.
  *
  * @example
  * ```ts
@@ -25,7 +25,8 @@ export const osSnapshotProjection = defineProjection<OsSnapshotState>({
   version: 1,
   description: "the OS audit snapshot of the spec (the seed's fold)",
   migrations: {
-    '0001-snapshot-json-planned-once': plannedOnceSnapshotView({ view: 'os_snapshot_json', heads: 'os_snapshots', json: osSnapshotJsonSql }),
+    '0000-tables': tables,
+    '0001-snapshot-json-planned-once': plannedOnceSnapshotView({ view: 'os_snapshot_json', heads: 'os_snapshots', json: tables.osSnapshotJsonSql }),
   },
   sessionHeads: 'os_snapshots',
   tables: ['os_signals', 'os_budget_exceeded', 'os_processes', 'os_snapshots'],

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { OS_SNAPSHOT_COUNTERS } from './os-snapshot-reads.js';
 
 /** The last `suspended` event of a session. */
 export interface SuspendRecord {
@@ -43,12 +44,21 @@ export interface BudgetExceededRecord {
   readonly budget: string;
 }
 
+/** A counter of the snapshot: the number of events of its kind (`OS_SNAPSHOT_COUNTERS`). */
+export type OsSnapshotCounter = keyof typeof OS_SNAPSHOT_COUNTERS;
+
+/** The snapshot's counters, in the spec's order. */
+export const OS_SNAPSHOT_COUNTER_NAMES = Object.keys(OS_SNAPSHOT_COUNTERS) as OsSnapshotCounter[];
+
+/** The value of each counter. */
+export type OsSnapshotCounts = { readonly [Counter in OsSnapshotCounter]: number };
+
 /**
  * The OS audit snapshot of one session, folded from its events in `seq` order.
  *
- * Serialized (see `serializeOsSnapshot`) with its keys in the order declared here.
+ * Its JSON (`canonicalOsSnapshot`) has the keys in the order declared here, the counters last.
  */
-export interface OsSnapshot {
+export interface OsSnapshot extends OsSnapshotCounts {
   /** The last `suspended` event's `{turn, reason, pending_calls}`; `null` if none. */
   readonly last_suspend: SuspendRecord | null;
   /** The last `resumed` event's turn; `null` if none. */
@@ -62,20 +72,6 @@ export interface OsSnapshot {
   readonly budget_exceeded: readonly BudgetExceededRecord[];
   /** Every `signal_disposed` event, in log order (never deduplicated). */
   readonly signals: readonly SignalRecord[];
-  /** The number of `page_out` events. */
-  readonly page_out_count: number;
-  /** The number of `page_in` events. */
-  readonly page_in_count: number;
-  /** The number of `tool_gated` events. */
-  readonly tool_gated_count: number;
-  /** The number of `memory_written` events. */
-  readonly memory_written_count: number;
-  /** The number of `memory_queried` events. */
-  readonly memory_queried_count: number;
-  /** The number of `memory_validation_failed` events. */
-  readonly memory_validation_failed_count: number;
-  /** The number of `memory_retrieval_result` events. */
-  readonly memory_retrieval_result_count: number;
 }
 
 /**
@@ -95,12 +91,19 @@ export function emptyOsSnapshot(): OsSnapshot {
     process_by_agent: [],
     budget_exceeded: [],
     signals: [],
-    page_out_count: 0,
-    page_in_count: 0,
-    tool_gated_count: 0,
-    memory_written_count: 0,
-    memory_queried_count: 0,
-    memory_validation_failed_count: 0,
-    memory_retrieval_result_count: 0,
+    ...osSnapshotCounts(),
   };
+}
+
+/**
+ * The counters of `snapshot` (every one 0 without it), in the spec's order, and nothing else.
+ *
+ * @example
+ * ```ts
+ * osSnapshotCounts().page_out_count; // 0
+ * Object.keys(osSnapshotCounts(snapshot)); // OS_SNAPSHOT_COUNTER_NAMES
+ * ```
+ */
+export function osSnapshotCounts(snapshot?: OsSnapshotCounts): OsSnapshotCounts {
+  return Object.fromEntries(OS_SNAPSHOT_COUNTER_NAMES.map((counter) => [counter, snapshot?.[counter] ?? 0])) as Record<OsSnapshotCounter, number>;
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { foldStoredOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
+import { foldStoredOsSnapshot } from '../../src/deprecated-os-snapshot.js';
 import type { KnownEventKind } from '../../src/events/session-event.js';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';

@@ -288,7 +288,7 @@ describe('least-privilege roles', () => {
         for (const scratch of fresh) {
           await grantRoles(untyped(scratch.db));
           const { rows } = await sql<{ reads: boolean; appends: boolean; projects: boolean }>`
-            SELECT has_table_privilege('os_audit_reader', 'os_session_overview', 'SELECT') AS reads,
+            SELECT has_table_privilege('os_audit_reader', 'os_event_activity', 'SELECT') AS reads,
                    has_column_privilege('os_audit_writer', 'session_events', 'payload', 'INSERT') AS appends,
                    has_database_privilege('os_audit_projector', current_database(), 'TEMPORARY') AS projects`.execute(scratch.db);
           expect(rows[0]).toEqual({ reads: true, appends: true, projects: true });

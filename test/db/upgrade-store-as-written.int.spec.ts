@@ -7,16 +7,17 @@ import { migrateToLatest } from '../../src/migrate-to-latest.js';
 import { importLogs } from '../../src/import/import-logs.js';
 import { encodeEventText } from '../../src/events/encode-event.js';
 import { EventStore } from '../../src/store/event-store.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
-import { migrateTo } from '../support/migrate-to.js';
+import { verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import { osSnapshotProjector } from '../support/projector-harness.js';
+import { restoreDump } from '../support/restore-dump.js';
 import type { ScratchDatabase } from '../support/scratch-database.js';
 import { createTestDatabase } from '../support/test-database.js';
 
 /**
- * A database of the jsonb era (migrations up to 0006) holding events as that store wrote them,
- * upgraded by 0007: every event stays readable, re-importing the same logs stores nothing new,
- * and the snapshot is folded again under the new rules.
+ * A database of the jsonb era (migrations up to 0006, by os-audit at 46da027, whose 0002 still
+ * made the OS snapshot's tables) holding events as that store wrote them, upgraded by 0007:
+ * every event stays readable, re-importing the same logs stores nothing new, and the snapshot
+ * is folded again under the new rules.
  */
 const WRITTEN = [
   // Keys out of jsonb's order and number text jsonb rewrites: jsonb kept the value only.
@@ -39,7 +40,7 @@ describe('migration 0007 on a database of the jsonb era', () => {
 
   beforeAll(async () => {
     scratch = await createTestDatabase({ migrate: false });
-    await migrateTo(scratch.db, '0006-batch-requirements');
+    await restoreDump(scratch.url, new URL('../fixtures/old-databases/at-0006.sql', import.meta.url));
     await sql`
       INSERT INTO session_events (session_id, seq, kind, turn, payload, payload_text, validated)
       SELECT 'old', seq - 1, payload ->> 'kind', (payload ->> 'turn')::bigint, payload, payload_text, true

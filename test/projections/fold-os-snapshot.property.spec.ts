@@ -6,14 +6,13 @@ import {
   BUDGET_EXCEEDED_RECORD_KEYS,
   foldOsSnapshot,
   OS_SNAPSHOT_KEYS,
-  parseOsSnapshot,
   PROCESS_RECORD_KEYS,
-  serializeOsSnapshot,
   SIGNAL_RECORD_KEYS,
   SUSPEND_RECORD_KEYS,
   type OsSnapshot,
   type ProcessRecord,
 } from '../../projections/os-snapshot/index.js';
+import { parseOsSnapshot, serializeOsSnapshot } from '../../src/deprecated-os-snapshot.js';
 import {
   arbitraryEvent,
   arbitraryNonSnapshotEvent,

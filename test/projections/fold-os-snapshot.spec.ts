@@ -8,10 +8,9 @@ import {
   emptyOsSnapshot,
   foldOsSnapshot,
   OS_SNAPSHOT_KEYS,
-  parseOsSnapshot,
-  serializeOsSnapshot,
   type OsSnapshot,
 } from '../../projections/os-snapshot/index.js';
+import { parseOsSnapshot, serializeOsSnapshot } from '../../src/deprecated-os-snapshot.js';
 
 function fixtureText(name: string): string {
   return readFileSync(new URL(`../fixtures/os-snapshot/${name}`, import.meta.url), 'utf8');

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { type RawBuilder, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { osSnapshotJsonSql } from '../../migrations/0002-os-snapshot-projection.js';
+import { osSnapshotJsonSql } from '../../projections/os-snapshot/migrations/0000-tables.js';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
 import { osSnapshotV0260JsonSql } from '../../projections/os-snapshot-v0-2-60/migrations/0002-snapshot-view.js';
 import { osSnapshotV0260Projection } from '../../projections/os-snapshot-v0-2-60/os-snapshot-v0-2-60-projection.js';
@@ -35,7 +35,7 @@ const CASES: Case[] = [
     heads: 'os_snapshots',
     json: osSnapshotJsonSql,
     migration: 'os_snapshot/0001-snapshot-json-planned-once',
-    before: '0015-planned-once-log-check',
+    before: 'os_snapshot/0000-tables',
     logs: fc.array(arbitrarySessionLog({ maxLength: 40 }), { minLength: 1, maxLength: 3 }),
   },
   {

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import type { DB } from '../../src/db/schema.js';
 import { Lease, LeaseLostError } from '../../src/projector/lease.js';
 import type { BatchOptions } from '../../src/projector/batch-result.js';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { builtInProjections } from '../../projections/index.js';
-import { readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
+import { readSqlOsSnapshot } from '../../src/deprecated-os-snapshot.js';
 import { Projector } from '../../src/projector/projector.js';
 import { acquireLeaseSql } from '../../src/projector/sql/lease-sql.js';
 import { EventStore } from '../../src/store/event-store.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import { storeIsDistributed } from '../../src/db/distributed-store.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import type { JsonValue } from '../../src/json/json-value.js';

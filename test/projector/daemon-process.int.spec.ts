@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { storeIsDistributed } from '../../src/db/distributed-store.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import type { JsonValue } from '../../src/json/json-value.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';
 import { EventStore } from '../../src/store/event-store.js';

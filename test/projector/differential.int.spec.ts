@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { foldOsSnapshot } from '../../projections/os-snapshot/fold-os-snapshot.js';
-import { serializeOsSnapshot } from '../../projections/os-snapshot/serialize-os-snapshot.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { serializeOsSnapshot, verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import { validateEvent } from '../../src/events/validate-event.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { arbitrarySessionLog, type WireEvent } from '../support/arbitrary-events.js';

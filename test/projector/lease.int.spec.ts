@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import { LeaseLostError } from '../../src/projector/lease.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import { rebuildProjection } from '../../src/projector/rebuild-projection.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { sampleEvent } from '../support/log-files.js';

@@ -1,9 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { foldOsSnapshotPrefix } from '../../projections/os-snapshot/fold-os-snapshot.js';
-import { serializeOsSnapshot } from '../../projections/os-snapshot/serialize-os-snapshot.js';
-import { readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { readSqlOsSnapshot, serializeOsSnapshot, verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import type { JsonObject } from '../../src/json/json-value.js';
 import { parseJson } from '../../src/json/parse-json.js';
 import { encodeEventText } from '../../src/events/encode-event.js';

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
-import { verifyOsSnapshots } from '../../projections/os-snapshot/verify-os-snapshots.js';
+import { readSqlOsSnapshot, verifyOsSnapshots } from '../../src/deprecated-os-snapshot.js';
 import { readProjectionStatus } from '../../src/projector/projection-status.js';
 import type { StoppedSession } from '../../src/projector/sql/batch-sql.js';
 import { EventStore } from '../../src/store/event-store.js';

@@ -13,7 +13,7 @@ import { appendLeftOpen, partitions } from '../support/sealed-log.js';
 import { onCitus, useTestDatabase } from '../support/test-database.js';
 
 /**
- * The hash chain's backfill (src/db/backfill-event-chain.ts) over events stored before
+ * The hash chain's backfill (src/store/backfill-event-chain.ts) over events stored before
  * migration 0017, on a plain store and on one sealed before it, whose sealed events sit in
  * citus_columnar partitions that take no UPDATE.
  */

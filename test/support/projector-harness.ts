@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { osSnapshotProjection } from '../../projections/os-snapshot/os-snapshot-projection.js';
-import { foldStoredOsSnapshot, readSqlOsSnapshot } from '../../projections/os-snapshot/stored-os-snapshot.js';
+import { foldStoredOsSnapshot, readSqlOsSnapshot } from '../../src/deprecated-os-snapshot.js';
 import type { DB } from '../../src/db/schema.js';
 import { currentTransactionLimit, horizonHasPassed } from '../../src/projector/horizon.js';
 import { Projector, type ProjectorOptions } from '../../src/projector/projector.js';
