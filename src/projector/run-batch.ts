@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { exactInteger } from '../db/exact-integer.js';
-import { atomically, type BatchConnection, kyselyConnection, undone } from './batch-connection.js';
+import { atomically, type BatchConnection, kyselyConnection } from './batch-connection.js';
+import { failedFoldProblem, isDataError, shortestFailingPrefix, trialFailure } from './stop-failing-session.js';
 import type { BatchOptions, BatchResult } from './batch-result.js';
 import type { Checkpoint } from './checkpoint.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
@@ -34,9 +35,9 @@ function compiledBatch(db: Kysely<DB>, projection: Projection): CompiledBatch {
 }
 
 /**
- * Runs one batch of a projection (see `batchSql`; on Citus, `runSessionBatch`): one statement, exactly once, on
- * `connection` (by default `db` itself, which must then not be inside a transaction), where it
- * is prepared once and planned once when the driver allows.
+ * Runs one batch of a projection (see `batchSql`; on Citus, `runSessionBatch`): one statement,
+ * exactly once. It runs on `connection`, by default `db` itself, which must then not be inside
+ * a transaction. There it is prepared once and planned once when the driver allows.
  *
  * Throws `LeaseLostError` when the lease is gone and {@link CheckpointMovedError} when another
  * writer moved the checkpoint first; nothing of the batch is kept then.
@@ -78,11 +79,11 @@ export async function runBatch(
 }
 
 /**
- * {@link runSessionBatch} (Citus). When the projection's batch table is missing (dropped by
- * hand, or the projection's tables made without `migrate`), it makes it again as `migrate`
- * does (on this connection, in a transaction of its own) and runs the batch again; where it
- * cannot (inside a caller's transaction, or without the right to create it), it throws an
- * error that names the table and says to run `os-audit migrate`. The daemon retries either.
+ * {@link runSessionBatch} (Citus). The projection's batch table may be missing: dropped by
+ * hand, or the projection's tables made without `migrate`. It then makes the table again as
+ * `migrate` does, in a transaction of its own, and runs the batch again. Where it cannot
+ * (inside a caller's transaction, or without the right to create it), it throws an error that
+ * names the table and says to run `os-audit migrate`. The daemon retries either.
  */
 async function runSessionBatchRestoringItsTable(
   db: Kysely<DB>,
@@ -133,7 +134,7 @@ export async function runBatchStoppingFailures(
     } catch (error) {
       if (!isDataError(error)) throw error;
       const stopped = (await isStoreDistributed(db))
-        ? await stopSessionFailingOnCitus(compileSessionBatch(db, projection), projection, held, options, connection, error, isDataError)
+        ? await stopSessionFailingOnCitus(compileSessionBatch(db, projection), projection, held, options, connection, error)
         : await stopSessionFailingTheFold(db, projection, held, options, connection, error);
       // Stopping it again would change nothing: the failure lies elsewhere.
       if (failed.some((earlier) => earlier.session_id === stopped.session_id)) throw error;
@@ -157,26 +158,15 @@ function unmetRequirement(error: unknown, projection: Projection, held: HeldLeas
   return new Error(message);
 }
 
-/**
- * A fault of the data, or of the fold on it: SQLSTATE classes 22 (data exception), 23
- * (integrity constraint violation) and 54 (program limit exceeded: a value too large for an
- * index, say).
- */
-function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && ['22', '23', '54'].includes(code.slice(0, 2));
-}
 
 /**
- * After a batch failed on a data error (`error`): finds the first event of the window whose
- * batch fails (trying shorter windows, each undone, halving the length) and stops its session
- * at its first unfolded event with the error, so that the next batch passes it over and every
- * other session goes on. A fault of the projection's SQL, not of the log: the in-memory fold
- * does not stop there, and `verify` says so. Returns the stopped session.
+ * After a batch failed on a data error (`error`): finds the shortest window whose batch fails
+ * and stops the session of its last event there, so that every other session goes on. It is a
+ * fault of the projection's SQL, not of the log: the in-memory fold does not stop there, and
+ * `verify` says so. Returns the stopped session.
  *
- * A batch also folds sessions it takes up again (`skipInvalid`), outside its window: when a
- * batch of no window event fails, no session of the window is to blame, and the error is
- * thrown as it is.
+ * A batch also folds the sessions it takes up again (`skipInvalid`), outside its window. When a
+ * batch of no window event fails, no session of the window is to blame: `error` is thrown.
  */
 export async function stopSessionFailingTheFold(
   db: Kysely<DB>,
@@ -188,29 +178,16 @@ export async function stopSessionFailingTheFold(
 ): Promise<StoppedSession> {
   const compiled = compiledBatch(db, projection);
   const failureOf = (limit: number) =>
-    undone(connection, async () => {
-      const values = batchValues(held, options, limit);
-      try {
-        await connection.query(compiled.text, values, compiled.name);
-        return undefined;
-      } catch (failure) {
-        if (!isDataError(failure)) throw unmetRequirement(failure, projection, held) ?? failure;
-        return failure;
-      }
-    });
+    trialFailure(connection, () =>
+      connection.query(compiled.text, batchValues(held, options, limit), compiled.name).catch((failure: unknown) => {
+        throw isDataError(failure) ? failure : (unmetRequirement(failure, projection, held) ?? failure);
+      }),
+    );
   if ((await failureOf(0)) !== undefined) throw error;
-  // The shortest failing window: `ok` events pass, `failing` do not.
-  let [ok, failing, failure] = [0, options.batchSize, error];
-  while (failing - ok > 1) {
-    const middle = Math.floor((ok + failing) / 2);
-    const found = await failureOf(middle);
-    if (found === undefined) ok = middle;
-    else [failing, failure] = [middle, found];
-  }
-  const message = `the projection's SQL failed on the events of this session: ${(failure as Error).message}`;
+  const { length, failure } = await shortestFailingPrefix(options.batchSize, error, failureOf);
   let stopped: StoppedSession | undefined;
   try {
-    [stopped] = await connection.query<StoppedSession>(stopAtWindowEventSql(projection).compile(db).sql, [failing, message, held.owner, held.epoch]);
+    [stopped] = await connection.query<StoppedSession>(stopAtWindowEventSql(projection).compile(db).sql, [length, failedFoldProblem(failure), held.owner, held.epoch]);
   } catch (stopFailure) {
     throw unmetRequirement(stopFailure, projection, held) ?? stopFailure;
   }

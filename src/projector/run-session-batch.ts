@@ -2,6 +2,7 @@ import type { Kysely, RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { exactInteger } from '../db/exact-integer.js';
 import { type BatchConnection, undone } from './batch-connection.js';
+import { failedFoldProblem, shortestFailingPrefix, trialFailure } from './stop-failing-session.js';
 import { type HeldLease, LeaseLostError } from './lease.js';
 import type { Projection } from './projection.js';
 import type { BatchOptions, BatchResult } from './batch-result.js';
@@ -32,11 +33,11 @@ export function compileSessionBatch(db: Kysely<DB>, projection: Projection): Ses
  * One batch of a projection on Citus, exactly once: its statements in one transaction (its
  * own, or the caller's when `connection` is in one), which commits on every worker or on
  * none. It renews the lease first, locking its row to the commit, so that batches of one
- * projection never overlap; then plans the work (each session's next events, by seq), reads
- * those events once into the projection's batch table, stops
- * sessions at a hole or an unreadable event, folds the rest with the projection's statements
- * (each run by Citus on every shard), sets unreadable events aside with `skipInvalid`, renews
- * the lease again (its time to live counts from the commit) and counts the batch.
+ * projection never overlap. Then it plans the work (each session's next events, by seq) and
+ * reads those events once into the projection's batch table. It stops sessions at a hole or
+ * an unreadable event and folds the rest with the projection's statements, which Citus runs
+ * on every shard. With `skipInvalid` it sets unreadable events aside. Last it renews the lease
+ * again (its time to live counts from the commit) and counts the batch.
  *
  * Throws `LeaseLostError` when the lease is gone; nothing of the batch is kept then.
  */
@@ -108,11 +109,10 @@ async function renewLease(batch: SessionBatch, projection: Projection, held: Hel
 }
 
 /**
- * After a batch on Citus failed on a data error (`error`): finds a session whose batch alone
- * fails (trial batches over halves of the batch's sessions, each undone) and stops it at its
- * first unfolded event with the error (reason `failed`), so that the next batch passes it over
- * and every other session goes on. A fault of the projection's SQL, not of the log. Returns the
- * stopped session; throws `error` when no single session fails alone.
+ * After a batch on Citus failed on a data error (`error`): finds the shortest run of the
+ * batch's sessions whose batch fails. It stops its last session at its first unfolded event
+ * (reason `failed`), so that every other session goes on. That session must fail alone, else
+ * `error` is thrown: the failure lies in no single session. Returns the stopped session.
  */
 export async function stopSessionFailingOnCitus(
   batch: SessionBatch,
@@ -121,37 +121,22 @@ export async function stopSessionFailingOnCitus(
   options: BatchOptions,
   connection: BatchConnection,
   error: unknown,
-  isDataError: (error: unknown) => boolean,
 ): Promise<StoppedSession> {
   const planned = await undone(connection, async () => {
     await renewLease(batch, projection, held, options, connection);
     await connection.query(batch.planWork, [options.batchSize, null]);
     return (await connection.query<{ session_id: string }>(batch.workSessions, [])).map((row) => row.session_id);
   });
-  const failureOf = (sessions: readonly string[]) =>
-    undone(connection, async () => {
-      try {
-        await foldWork(batch, projection, held, options, connection, sessions);
-        return undefined;
-      } catch (failure) {
-        if (!isDataError(failure)) throw failure;
-        return failure;
-      }
-    });
-  let suspects = planned;
-  while (suspects.length > 1) {
-    const half = suspects.slice(0, Math.ceil(suspects.length / 2));
-    suspects = (await failureOf(half)) !== undefined ? half : suspects.slice(half.length);
-  }
-  // The one left must fail alone: else the failure lies in no single session.
-  const failure = suspects.length === 1 ? await failureOf(suspects) : undefined;
+  const failureOf = (sessions: readonly string[]) => trialFailure(connection, () => foldWork(batch, projection, held, options, connection, sessions));
+  const { length } = await shortestFailingPrefix(planned.length, error, (count) => failureOf(planned.slice(0, count)));
+  const suspect = planned[length - 1];
+  const failure = suspect === undefined ? undefined : await failureOf([suspect]);
   if (failure === undefined) throw error;
-  const message = `the projection's SQL failed on the events of this session: ${(failure as Error).message}`;
   const inOwnTransaction = !connection.inTransaction;
   if (inOwnTransaction) await connection.query('BEGIN', []);
   try {
     await renewLease(batch, projection, held, options, connection);
-    const [stopped] = await connection.query<StoppedSession>(batch.stopFailedSession, [suspects[0], message]);
+    const [stopped] = await connection.query<StoppedSession>(batch.stopFailedSession, [suspect, failedFoldProblem(failure)]);
     if (stopped === undefined) throw error;
     if (inOwnTransaction) await connection.query('COMMIT', []);
     return stopped;
