@@ -98,10 +98,10 @@ export function serializeOsSnapshot(snapshot: OsSnapshot, options?: SerializeOsS
 }
 
 /**
- * Reads a snapshot written by {@link serializeOsSnapshot} (compact or indented), strictly:
- * every key must be present, no other key may be, and every value must have its type
- * (`turn` and `queue_depth` u32; counters non-negative safe integers; `last_suspend` and
- * `last_resumed_turn` may be `null`). Throws an `Error` naming the offending path otherwise.
+ * Reads a snapshot written by {@link serializeOsSnapshot} (compact or indented), strictly.
+ * Every key must be present, no other key may be, and every value must have its type: `turn`
+ * and `queue_depth` u32, counters non-negative safe integers; `last_suspend` and
+ * `last_resumed_turn` may be `null`. Throws an `Error` naming the offending path otherwise.
  * The result is built in the spec's key order.
  *
  * @deprecated a stored snapshot is `readStoredSnapshot(db, osSnapshotProjection, sessionId).json`,

@@ -5,11 +5,11 @@ import type { OsSnapshotV0260 } from './os-snapshot-v0-2-60.js';
 /**
  * The snapshot as the Rust fold's JSON (serde, the struct's field order): `last_suspend`,
  * `last_resumed_turn`, `process_by_agent`, `budget_exceeded`, `budget_usage_reported`,
- * `cancellations`, `signals`, then the seven counters; every key present, `null` for an absent
- * suspend, resume or `reservation_id` of a `budget_exceeded` record (serde writes an `Option`
- * without `skip_serializing_if` as `null`), `tokens` an exact integer (`bigint` above 2^53, which
- * `stringifyJson` writes digit for digit): the projection's `toJson`, and what the view
- * `os_snapshot_v0_2_60_json` holds.
+ * `cancellations`, `signals`, then the seven counters. Every key is present. An absent
+ * suspend, resume or `reservation_id` of a `budget_exceeded` record is `null`: serde writes an
+ * `Option` without `skip_serializing_if` so. `tokens` is an exact integer (`bigint` above
+ * 2^53, which `stringifyJson` writes digit for digit). It is the projection's `toJson`, and
+ * what the view `os_snapshot_v0_2_60_json` holds.
  *
  * The lists are copied (the fold goes on changing its own); their records, which the fold builds
  * in the Rust order and never changes, are shared.

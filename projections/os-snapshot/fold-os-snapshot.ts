@@ -102,9 +102,9 @@ const OS_SNAPSHOT_FOLD = { reads: OS_SNAPSHOT_READS, counters: OS_SNAPSHOT_COUNT
  *   their fields;
  * - every other kind, known or not, changes nothing.
  *
- * It stops at the first event it cannot read (a field it reads missing or of another type, see
- * `readEvent`) and gives back the fold of the events before it: a snapshot is always the fold
- * of a prefix of its log.
+ * It stops at the first event it cannot read: a field it reads missing or of another type (see
+ * `readEvent`). It gives back the fold of the events before it, so a snapshot is always the
+ * fold of a prefix of its log.
  *
  * The fold starts from `from` (the empty snapshot by default) and never changes it. So a log
  * may be folded in pieces: `foldOsSnapshot(b, foldOsSnapshot(a))` equals

@@ -10,9 +10,9 @@ import { osSnapshotFoldStatements } from './sql/apply-os-snapshot-events.js';
  * fold) as SQL tables: `os_snapshots`, `os_processes`, `os_signals`, `os_budget_exceeded`, read
  * together through the view `os_snapshot_json`, and the dashboard views over them.
  *
- * Its tables and views came before projections had migrations of their own: the engine's
+ * Its tables and views came before projections had migrations of their own. The engine's
  * migrations 0002, 0004, 0005 and 0007 of earlier os-audit versions made them, and a database
- * they migrated keeps them; `0000-tables` makes them, as they are now, everywhere else.
+ * they migrated keeps them. `0000-tables` makes them, as they are now, everywhere else.
  *
  * @example
  * ```ts

@@ -25,11 +25,11 @@ export const SIGNAL_RECORD_KEYS = ['turn', 'signal_id', 'disposition', 'queue_de
 export const BUDGET_EXCEEDED_RECORD_KEYS = ['turn', 'budget'] as const satisfies readonly (keyof BudgetExceededRecord)[];
 
 /**
- * The snapshot as the spec's JSON: a new snapshot holding the same values as `snapshot`, built
- * in the spec's key order at every level (so `JSON.stringify`, `stringifyJson` and `Object.keys`
- * follow it) whatever the order in which it was built, every key present, `null` for an absent
- * `last_suspend` / `last_resumed_turn`, without extra properties: the projection's `toJson`,
- * and what the view `os_snapshot_json` holds.
+ * The snapshot as the spec's JSON: a new snapshot holding the same values as `snapshot`. It is
+ * built in the spec's key order at every level, whatever the order `snapshot` was built in, so
+ * `JSON.stringify`, `stringifyJson` and `Object.keys` follow it. Every key is present, `null`
+ * for an absent `last_suspend` or `last_resumed_turn`, and nothing else. It is the projection's
+ * `toJson`, and what the view `os_snapshot_json` holds.
  *
  * @example
  * ```ts

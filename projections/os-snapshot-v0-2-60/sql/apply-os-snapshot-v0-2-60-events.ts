@@ -6,9 +6,9 @@ import { OS_SNAPSHOT_V0_2_60_READS } from '../os-snapshot-v0-2-60-reads.js';
 
 /**
  * The v0.2.60 snapshot's fold as statements over a batch (see `Projection.foldStatements`), a
- * few set-based ones whatever its size: each session's row and its processes as the seed's
- * (`snapshotHeadsSql`, `processRowsSql`: counters added, the last suspend / resume replacing
- * the stored one, processes upserted by agent), and a row per event in each of the four lists.
+ * few set-based ones whatever its size. Each session's row and its processes are the seed's
+ * (`snapshotHeadsSql`, `processRowsSql`): counters added, the last suspend or resume replacing
+ * the stored one, processes upserted by agent. Each of the four lists gets a row per event.
  * The events come read (`OS_SNAPSHOT_V0_2_60_READS`): one typed column per field (a u64
  * `numeric`), missing ones already defaulted.
  *

@@ -59,11 +59,11 @@ const TABLES = ['os_signals', 'os_budget_exceeded', 'os_processes', 'os_snapshot
  *   snapshot does not read (`role`, …) when they had their usual type.
  * - `os_signals`, `os_budget_exceeded`: one row per event.
  * - `os_snapshot_json`: each session's snapshot as the spec's JSON, keys in the spec's order.
- * - Dashboards, each answering one question with stable column names: `os_session_overview`
- *   (a stored session's log and snapshot side by side), `os_process_states` and
- *   `os_processes_by_state` (processes by state, per session and for the fleet),
- *   `os_suspended_sessions` (suspended now), `os_signal_dispositions`, `os_budget_events`
- *   (with the time each was recorded).
+ * - Dashboards, each answering one question with stable column names. `os_session_overview`:
+ *   a stored session's log and snapshot side by side. `os_process_states` and
+ *   `os_processes_by_state`: processes by state, per session and for the fleet.
+ *   `os_suspended_sessions`: suspended now. `os_signal_dispositions`. `os_budget_events`: with
+ *   the time each was recorded.
  *
  * The engine's migrations 0002, 0004, 0005 and 0007 of earlier os-audit versions made these
  * very objects: on a database they made, this migration finds `os_snapshots` and does nothing.

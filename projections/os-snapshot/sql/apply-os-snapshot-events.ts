@@ -6,10 +6,10 @@ import { OS_SNAPSHOT_READS } from '../os-snapshot-reads.js';
 
 /**
  * The snapshot's fold as statements over a batch (see `Projection.foldStatements`), a few
- * set-based ones whatever its size: each session's row (`snapshotHeadsSql`: counters added,
- * the last suspend / resume among the events replacing the stored one), processes upserted by
- * agent (`processRowsSql`: keeping the seq of first appearance), signals and budget events
- * appended. The events come read (`OS_SNAPSHOT_READS`): one typed column per field, missing
+ * set-based ones whatever its size. Each session's row (`snapshotHeadsSql`) gets its counters
+ * added, and the last suspend or resume among the events replaces the stored one. Processes
+ * are upserted by agent (`processRowsSql`), keeping the seq of first appearance. Signals and
+ * budget events are appended. The events come read (`OS_SNAPSHOT_READS`): one typed column per field, missing
  * ones already defaulted.
  *
  * @example
