@@ -2,9 +2,10 @@ import { type Kysely, sql } from 'kysely';
 
 /**
  * The runtime's kernel journal (the v0.2.60 SDK's `KernelJournal`), durable in PostgreSQL
- * beside the session logs: per operation, a chain of opaque records appended by compare-and-set
- * on its head, checkpoints installed by compare-and-set on the latest one, a pruned prefix's
- * anchor, and one staged outbound envelope. See `src/session-log/postgres-kernel-journal.ts`.
+ * beside the session logs. Per operation it keeps a chain of opaque records, appended by
+ * compare-and-set on its head, and checkpoints, installed by compare-and-set on the latest one.
+ * It also keeps a pruned prefix's anchor and one staged outbound envelope. See
+ * `src/session-log/postgres-kernel-journal.ts`.
  *
  * - `kernel_journal_operations`: one row per operation, locked by every change to it (the CAS):
  *   its head, its pruned anchor, its staged envelope.

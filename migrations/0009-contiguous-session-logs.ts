@@ -1,13 +1,13 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Each session's log is exactly its seqs 0..last_seq, enforced by the database for every role
- * (the owner included), so that a writer, by hand or by mistake, cannot leave a hole that
- * stops the session's projection or an event its next append would collide with.
+ * Each session's log is exactly its seqs 0..last_seq. The database enforces it for every role
+ * (the owner included). So a writer, by hand or by mistake, cannot leave a hole that stops the
+ * session's projection, or an event its next append would collide with.
  *
- * - `session_events_contiguous` (after each INSERT or COPY, once per statement, over the rows
- *   it added): each session's new events have consecutive seqs, follow its stored log (seq 0,
- *   or the one after a stored event) and go no further than the session's head.
+ * - `session_events_contiguous` runs after each INSERT or COPY, once per statement, over the
+ *   rows it added. Each session's new events have consecutive seqs, follow its stored log (seq
+ *   0, or the one after a stored event) and go no further than the session's head.
  * - `sessions_head_at_last_event` (deferred to the commit, per head row inserted or moved): the
  *   head is the session's last stored event. The store moves a head before it copies the
  *   events in; at the commit both are there.
@@ -19,9 +19,10 @@ import { type Kysely, sql } from 'kysely';
  * a logical replica) bypasses them; a hole made so stops that session's projection alone.
  * Logs stored before keep what they hold: a session broken before stays stopped alone.
  *
- * `sessions.last_recorded_at` is the time of the last append, set by the database when the
- * head moves (`sessions_stamp_head`); an UPDATE may leave it or set it to now() (as os-audit's
- * earlier writers do, so the writer role keeps that column's grant), anything else is refused.
+ * `sessions.last_recorded_at` is the time of the last append. The database sets it when the
+ * head moves (`sessions_stamp_head`). An UPDATE may leave it or set it to now(); anything else
+ * is refused. The writer role keeps that column's grant because os-audit's earlier writers set
+ * it to now().
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

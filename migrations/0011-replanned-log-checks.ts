@@ -2,14 +2,14 @@ import { type Kysely, sql } from 'kysely';
 import { down as dropChecks, up as createChecks } from './0009-contiguous-session-logs.js';
 
 /**
- * The check of 0009 `session_events_contiguous` planned at each run rather than once per
- * connection: PL/pgSQL keeps the first plan of a query without parameters, made while
- * `session_events` was small (a new database, before autovacuum's first ANALYZE), and a scan of
- * the whole log then ran on every append, the longer the larger the log grew (an append of 100
- * events into a log of 40,000 took 27 ms; 4 ms once analyzed, and now without). `EXECUTE` plans
- * it with the table as it is, where the index on (session_id, seq) finds the one row it needs.
- * The rules and messages are those of 0009. (`sessions_head_at_last_event` looks a session up by
- * a parameter, whose plans PostgreSQL makes again as the table grows: it stays as it is.)
+ * The check of 0009 `session_events_contiguous` planned at each run (`EXECUTE`) rather than
+ * once per connection. PL/pgSQL kept the first plan of its query, which has no parameters. Made
+ * on a small `session_events`, that plan scanned the whole log on every append. An append of 100
+ * events into a log of 40,000 took 27 ms; planned at each run, 4 ms. The rules and messages are
+ * those of 0009. `sessions_head_at_last_event` looks a session up by a parameter, so it stays as
+ * it is.
+ *
+ * Why: docs/design/contiguity-check-plan.md
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

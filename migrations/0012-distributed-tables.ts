@@ -2,11 +2,12 @@ import { type Kysely, sql } from 'kysely';
 
 /**
  * On a Citus coordinator (a database where the `citus` extension is installed), the store is
- * distributed by `session_id`: `sessions`, `session_events` and the projector's per-session
- * bookkeeping (`projection_blocked_sessions`, `projection_errors`, and `projection_work`, the
- * sessions a batch folds) are hash-distributed and colocated, so that a session's head, its
- * events and what the projections keep of it live in one shard group on one worker. Each
- * projection's tables join them when the projection is registered (`registerProjections`).
+ * distributed by `session_id`. `sessions`, `session_events` and the projector's per-session
+ * bookkeeping are hash-distributed and colocated. That bookkeeping is
+ * `projection_blocked_sessions`, `projection_errors`, and `projection_work` (the sessions a batch
+ * folds). So a session's head, its events and what the projections keep of it live in one shard
+ * group on one worker. Each projection's tables join them when the projection is registered
+ * (`registerProjections`).
  * On a plain PostgreSQL database this migration does nothing: the schema stays as it was.
  *
  * What Citus refuses in the single-node schema gets an equivalent:
@@ -14,21 +15,21 @@ import { type Kysely, sql } from 'kysely';
  *   (`position` stays an identity, unique by its sequence), `projection_errors` by
  *   (projection, session_id, position).
  * - Triggers: they fire on each shard, on its worker. The append-only refusals and the head
- *   guards only look at their own row or statement and stay as they are; the contiguity checks
- *   (0009, 0011) read the session's head and stored log, which on a worker are the colocated
- *   shards of `sessions` and `session_events`: their functions find them by the shard they
- *   fire on (`os_audit_colocated_shard`), so that the check runs where the data is.
+ *   guards only look at their own row or statement, so they stay as they are. The contiguity
+ *   checks (0009, 0011) read the session's head and stored log. On a worker these are the
+ *   colocated shards of `sessions` and `session_events`. The checks' functions find them by the
+ *   shard they fire on (`os_audit_colocated_shard`), so that each check runs where the data is.
  * - The NOTIFY wake-up would reach only a worker: os-audit's writers notify on the coordinator
  *   instead (see `EventStore`), and the projector also polls.
- * - Views read the shards on the workers as the user who queries them, not as their owner: the
- *   reader role gets the columns its views show of the log (never `payload`), of the heads and
- *   of the stopped and set-aside events; the projector role gets `projection_work`.
+ * - Views read the shards on the workers as the user who queries them, not as their owner. So
+ *   the reader role gets the columns its views show of the log (never `payload`), of the heads
+ *   and of the stopped and set-aside events. The projector role gets `projection_work`.
  * - Citus locks a whole shard for a multi-shard UPDATE against concurrent writes into it (its
- *   "commutativity" rules, made for statement replication): two imports moving the heads of
+ *   "commutativity" rules, made for statement replication). Two imports moving the heads of
  *   their own sessions then deadlock across the workers. Here every write of os-audit goes to
- *   rows of its own (a session's head under its row lock, a projection's own work rows), and
- *   shards are not replicated by statement, so the database treats modifications as
- *   commutative (`citus.all_modifications_commutative`), taking row locks only.
+ *   rows of its own: a session's head under its row lock, a projection's own work rows. Shards
+ *   are not replicated by statement either. So the database treats modifications as commutative
+ *   (`citus.all_modifications_commutative`) and takes row locks only.
  * - The horizon index (transaction id, position) is dropped: the projector on Citus finds new
  *   events by each session's seq, not by transaction ids (see docs/scale-out.md). So does the
  *   backlog of `os_projection_lag`: the events of each session past the projection's heads

@@ -4,9 +4,9 @@ import { storeIsDistributed } from '../src/db/distributed-store.js';
 /**
  * On Citus, the writer role may insert every column of `session_events` and `sessions`, not
  * only the ones os-audit's writers name. The coordinator evaluates the columns' defaults
- * (`position`, `transaction_id`, `recorded_at`, the heads' times) itself and sends the shards
- * an INSERT that names every column, which the workers check against the role's column grants:
- * with 0005's grants alone, `os-audit append` and `import` as a member of `os_audit_writer`
+ * (`position`, `transaction_id`, `recorded_at`, the heads' times) itself. It sends the shards an
+ * INSERT that names every column, and the workers check it against the role's column grants.
+ * With 0005's grants alone, `os-audit append` and `import` as a member of `os_audit_writer`
  * fail with `permission denied for table sessions_<shard>`. What the role cannot do stays as
  * on one server: no UPDATE of history, no DELETE, no TRUNCATE. What it can do more is set
  * those columns itself when it writes SQL by hand; os-audit never does, and the projector on

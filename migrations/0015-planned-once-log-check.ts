@@ -4,19 +4,13 @@ import { up as replannedChecks } from './0011-replanned-log-checks.js';
 
 /**
  * The check of `session_events_contiguous` (0009, 0011) planned once per connection again, in
- * a plan that stays right however the log grows. 0011 had each append plan it anew (`EXECUTE`),
- * because PL/pgSQL keeps the first plan of a query without parameters, and one made on a small
- * log scanned all of it on every later append. Planning anew costs about as much as the check
- * itself: the check took about a third of an append of 100 events, and 8 writers appended a
- * fifth faster without it.
+ * a plan that stays right however the log grows. 0011's planning at each run cost about as much
+ * as the check itself. Now the function runs with sequential scans, hash joins and merge joins
+ * disabled. So its one plan looks each session's head and predecessor event up by index, in
+ * nested loops. The rules and messages are those of 0009 and 0011. On Citus the check stays
+ * 0012's, planned at each run: it finds the colocated shards by name.
  *
- * Now the plan can only be one shape, whatever the table's size when it is made: the function
- * runs with sequential scans, hash joins and merge joins disabled, so that each session of the
- * statement looks up its head and its predecessor event by index (`sessions_pkey`, the unique
- * (session_id, seq)) in nested loops; the predecessor is a left join rather than a `NOT EXISTS`
- * under an `OR`, which PostgreSQL could only run as a subplan. The rules and messages are
- * those of 0009 and 0011. On Citus the check stays 0012's: it finds the colocated shards by
- * name, so it must be planned at each run.
+ * Why: docs/design/contiguity-check-plan.md
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (await storeIsDistributed(db)) return;

@@ -2,17 +2,17 @@ import { type Kysely, sql } from 'kysely';
 import { storeIsDistributed } from '../src/db/distributed-store.js';
 
 /**
- * The check that keeps a seq stored once when history is sealed (`os-audit seal`): the log
- * is then partitioned by transaction, and a unique index holds only within a partition, so a seq
+ * The check that keeps a seq stored once when history is sealed (`os-audit seal`). A sealed log
+ * is partitioned by transaction, and a unique index holds only within a partition. So a seq
  * already stored in a sealed partition is refused by this statement trigger on the parent,
  * which the seal creates (`session_events_sealed_unique`). Each session of the statement is
  * looked up once, by the (session_id, seq) index of each partition. Nothing uses it until a
  * store is sealed; a store distributed by Citus is never sealed.
  *
- * The seal also turns `citus_columnar`'s own scan off for the log's functions that look events
- * up, this one and the contiguity check (0015) among them (`EVENT_LOOKUPS` in
- * src/store/seal-event-log.ts), once the extension is loaded, so that they look sealed events up
- * by index: a later migration that defines one of them again must keep that.
+ * Once the extension is loaded, the seal also turns `citus_columnar`'s own scan off for the
+ * log's functions that look events up (`EVENT_LOOKUPS` in src/store/seal-event-log.ts). This
+ * one and the contiguity check (0015) are among them. So they look sealed events up by index:
+ * a later migration that defines one of them again must keep that.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (await storeIsDistributed(db)) return;

@@ -19,9 +19,9 @@ import { storeIsDistributed } from '../src/db/distributed-store.js';
  * - The same trigger fills a missing `turn` from the payload, and refuses one other than the
  *   payload's own and a `payload_text` that is not the event the readable `payload` stands in
  *   for, naming the column.
- * - Events stored before have no hash until the chain is backfilled, in batches of their own
- *   transactions after the migrations (`backfillEventChain`); an event appended to a session
- *   not yet backfilled gets none either, and the backfill chains it with the rest.
+ * - Events stored before have no hash until the chain is backfilled (`backfillEventChain`),
+ *   after the migrations, in batches of their own transactions. An event appended to a session
+ *   not yet backfilled gets none either; the backfill chains it with the rest.
  * - An UPDATE of an event may only fill its missing hash, in the backfill; everything else
  *   stays refused.
  */
@@ -161,9 +161,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       RETURN NULL;
     END
     $$`.execute(db);
-  // Named to fire after the statement's checks (AFTER triggers fire in name order: the
-  // contiguity's, the seal's of seqs already sealed), so that a statement they refuse is refused
-  // for its fault, not by the check of the head hash it would move.
+  // Named to fire after the statement's checks: AFTER triggers fire in name order, and the
+  // contiguity's and the seal's (of seqs already sealed) come first. So a statement they refuse
+  // is refused for its fault, not by the check of the head hash it would move.
   await sql`
     CREATE TRIGGER session_events_set_head_hashes
       AFTER INSERT ON session_events REFERENCING NEW TABLE AS appended

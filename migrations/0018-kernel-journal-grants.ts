@@ -5,24 +5,24 @@ const JOURNAL_TABLES = ['kernel_journal_operations', 'kernel_journal_records', '
 
 /**
  * The writer role may do to the kernel journal (0008) what `PostgresKernelJournal` and the
- * import of a journal folder do, by the v0.2.60 SDK's `KernelJournal` semantics, and no more
- * (0008 granted it every change of every column): append records and prune those an
+ * import of a journal folder do, by the v0.2.60 SDK's `KernelJournal` semantics, and no more.
+ * (0008 granted it every change of every column.) That is: append records and prune those an
  * acknowledged checkpoint covers; install and acknowledge checkpoints; move an operation's head
  * and pruned anchor forward; stage and clear its outbound envelope.
  *
- * Grants: SELECT on the three tables; INSERT of the columns the journal writes (never the
- * database's timestamps); UPDATE of the operation's head, anchor and envelope and of a
- * checkpoint's `acknowledged` only (no UPDATE of records at all); DELETE of records only.
+ * Grants: SELECT on the three tables, and INSERT of the columns the journal writes (never the
+ * database's timestamps). UPDATE of the operation's head, anchor and envelope and of a
+ * checkpoint's `acknowledged` only; no UPDATE of records at all. DELETE of records only.
  *
- * Guards, triggers that fire for every role (the owner too), each refusal naming the table,
- * the operation and the column, SQLSTATE 42501 (insufficient_privilege) for a change of what is
- * stored, 23514 (check_violation) for a row the chain cannot hold:
+ * Guards are triggers that fire for every role (the owner too). Each refusal names the table,
+ * the operation and the column, with SQLSTATE 42501 (insufficient_privilege) for a change of
+ * what is stored and 23514 (check_violation) for a row the chain cannot hold:
  * - a stored record never changes; one is deleted only at or below both the operation's pruned
  *   anchor and an acknowledged checkpoint (where `pruneAckedPrefix` prunes), and a pruned
  *   step is not stored again;
- * - a checkpoint never changes but for `acknowledged`, false to true; it is installed in order
- *   (the next ordinal, naming the one before, covering no less) and its `covered_head` is the
- *   digest of the stored record at its step, or the pruned anchor's at the anchor's step;
+ * - a checkpoint never changes but for `acknowledged`, false to true. It is installed in order:
+ *   the next ordinal, naming the one before, covering no less. Its `covered_head` is the digest
+ *   of the stored record at its step, or the pruned anchor's at the anchor's step;
  * - a head moves only forward, to a stored record (or to the pruned anchor: a chain imported
  *   pruned whole); a pruned anchor only forward (to no checkpoint in particular: an import
  *   stores a folder's anchor before its checkpoints);

@@ -5,12 +5,12 @@ import { defineChainEvent, PREDECESSOR } from './0017-event-chain.js';
 /**
  * The chain's row trigger (0017) found each event's predecessor by (session, seq) in the whole
  * log. On a sealed store that look-up also searched every columnar partition, for every event
- * stored: appends of 100 events by 8 writers held 1,086 events/s, and a commit took 100 ms to
- * show in a snapshot (the benchmark's live figures, after its seal).
+ * stored. In the benchmark's live figures after its seal, appends of 100 events by 8 writers
+ * held 1,086 events/s, and a commit took 100 ms to show in a snapshot.
  *
- * Now the predecessor is looked for among the events of the inserting transaction only, which
- * are all in the partition that takes appends (the log is partitioned by transaction); the
- * first event a transaction stores in a session follows the session's last stored event, whose
+ * Now the predecessor is looked for among the events of the inserting transaction only. The log
+ * is partitioned by transaction, so these are all in the partition that takes appends. The first
+ * event a transaction stores in a session follows the session's last stored event. That event's
  * hash is the head's (`sessions.head_hash`, checked whenever it moves and at the commit). An
  * event that does not continue its session so is refused at the statement's end anyway
  * (`session_events_contiguous`). On Citus, whose store is never sealed, the look-up stays 0017's.
