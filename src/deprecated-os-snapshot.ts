@@ -7,20 +7,18 @@
 import type { Kysely } from 'kysely';
 import { osSnapshotProjection } from '../projections/os-snapshot/os-snapshot-projection.js';
 import {
+  BUDGET_EXCEEDED_RECORD_KEYS,
+  canonicalOsSnapshot,
   OS_SNAPSHOT_COUNTER_NAMES,
+  OS_SNAPSHOT_KEYS,
   type OsSnapshot,
   type OsSnapshotCounter,
   type OsSnapshotCounts,
-  type SuspendRecord,
-} from '../projections/os-snapshot/os-snapshot.js';
-import {
-  BUDGET_EXCEEDED_RECORD_KEYS,
-  canonicalOsSnapshot,
-  OS_SNAPSHOT_KEYS,
   PROCESS_RECORD_KEYS,
   SIGNAL_RECORD_KEYS,
   SUSPEND_RECORD_KEYS,
-} from '../projections/os-snapshot/serialize-os-snapshot.js';
+  type SuspendRecord,
+} from '../projections/os-snapshot/index.js';
 import type { DB } from './db/schema.js';
 import { stringifyJson } from './json/stringify-json.js';
 import { foldStoredLog, type FoldLogOptions, readStoredSnapshot, type SessionStop } from './projector/stored-snapshot.js';
