@@ -95,10 +95,10 @@ export class ProjectionSpec {
         problems.push(`${name}: no snapshot in ${this.projection.snapshotView}`);
         continue;
       }
-      problems.push(...diffJson(expected[name]!, snapshot.json, ['expected', 'sql']).map((line) => `${name}: ${line}`));
+      problems.push(...differences(expected[name]!, snapshot.json, 'sql').map((line) => `${name}: ${line}`));
       if (hasInMemoryFold(this.projection)) {
         const fold = foldEvents(this.projection, logs.get(name) ?? []);
-        problems.push(...diffJson(expected[name]!, this.projection.toJson(fold.state), ['expected', 'fold']).map((line) => `${name}: ${line}`));
+        problems.push(...differences(expected[name]!, this.projection.toJson(fold.state), 'fold').map((line) => `${name}: ${line}`));
         if ((fold.stoppedAt?.index ?? undefined) !== expectedStop) problems.push(`${name}: the in-memory fold stops at ${fold.stoppedAt === null ? 'no event' : `seq ${fold.stoppedAt.index}`}`);
       }
     }
@@ -126,4 +126,12 @@ export class ProjectionSpecRun {
   then(expected: ExpectedSnapshots, options: ThenOptions = {}): Promise<void> {
     return this.spec.run(this.batches, expected, options);
   }
+}
+
+/** How `actual` differs from `expected`: by value, else by key order (a snapshot's keys are in order). */
+function differences(expected: JsonValue, actual: JsonValue, name: string): string[] {
+  const byValue = diffJson(expected, actual, ['expected', name]);
+  if (byValue.length > 0) return byValue;
+  const [expectedText, actualText] = [stringifyJson(expected), stringifyJson(actual)];
+  return expectedText === actualText ? [] : [`key order: expected ${expectedText}, ${name} ${actualText}`];
 }

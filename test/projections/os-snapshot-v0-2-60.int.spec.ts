@@ -12,6 +12,7 @@ import { rebuildProjection } from '../../src/projector/rebuild-projection.js';
 import { EventStore } from '../../src/store/event-store.js';
 import type { WireEvent } from '../support/arbitrary-events.js';
 import { arbitraryV0260Log } from '../support/arbitrary-v0-2-60-events.js';
+import { ProjectionSpec } from '../../src/testing/projection-spec.js';
 import { useTestDatabase } from '../support/test-database.js';
 import { foldedV0260Session, sqlV0260Session } from '../support/v0-2-60-stored-session.js';
 import { asRustReadsIt, V0260_GOLDEN_CASES, v0260Fixture } from '../support/v0-2-60-fixtures.js';
@@ -27,11 +28,10 @@ let run = 0;
 const seen = { sessions: 0, stopped: 0, skipping: 0, skippedUnreadable: 0, tokensAboveSafe: 0, nullReservations: 0, signals: 0, cancellations: 0 };
 
 describe('the v0.2.60 snapshot in SQL', () => {
-  it.each(V0260_GOLDEN_CASES)('golden fixture %s: the view holds the fixture', async (name, eventsFile, snapshotFile) => {
-    const sessionId = `golden ${name}`;
-    await new EventStore(testDb.db).append(sessionId, v0260Fixture(eventsFile) as JsonValue[]);
-    await projector().catchUp();
-    expect(await sqlV0260Session(testDb.db, sessionId)).toEqual({ snapshot: stringifyJson(asRustReadsIt(v0260Fixture(snapshotFile))), lastSeq: expect.any(Number), stoppedAt: null });
+  it.each(V0260_GOLDEN_CASES)('golden fixture %s: the view and the in-memory fold hold the fixture, key for key', async (_, eventsFile, snapshotFile) => {
+    await ProjectionSpec.for(osSnapshotV0260Projection, { db: testDb.db })
+      .given({ s: v0260Fixture(eventsFile) as JsonObject[] })
+      .then({ s: asRustReadsIt(v0260Fixture(snapshotFile)) });
   });
 
   it('equals the in-memory fold on random logs: every kind, unreadable events, batch sizes and interleavings', async () => {
