@@ -44,7 +44,10 @@ interface DbStatus {
 }
 
 async function dbStatus(dataDir: string): Promise<DbStatus> {
-  return JSON.parse((await runCliInProcess(['db', 'status', '--json'], { env: { OS_AUDIT_DATA_DIR: dataDir } })).stdout) as DbStatus;
+  const status = await runCliInProcess(['db', 'status', '--json'], { env: { OS_AUDIT_DATA_DIR: dataDir } });
+  // Its error, rather than JSON.parse's of empty output.
+  if (status.code !== 0) throw new Error(`os-audit db status --json exited ${status.code}: ${status.stderr}`);
+  return JSON.parse(status.stdout) as DbStatus;
 }
 
 const dataDirs: string[] = [];
