@@ -374,7 +374,7 @@ async function readPostmaster(server: LocalServer): Promise<PostmasterLockFile |
 }
 
 /** What a `postmaster.pid` says, for `os-audit db status`. */
-export interface PostmasterLockFile {
+interface PostmasterLockFile {
   /** Negative for a single-user backend (initdb's); undefined while the file is being written. */
   pid?: number;
   state: 'starting' | 'running' | 'stopping';
@@ -385,14 +385,8 @@ export interface PostmasterLockFile {
 /**
  * Reads a `postmaster.pid`: pid, data directory, start time, port, socket folder, listen
  * address, shared memory key, then the postmaster's status, written once it has one.
- *
- * @example
- * ```ts
- * parsePostmasterPid('4242\n/data\n1700000000\n54321\n\n127.0.0.1\n0 0\nready   \n');
- * // { pid: 4242, state: 'running', port: 54321 }
- * ```
  */
-export function parsePostmasterPid(text: string): PostmasterLockFile {
+function parsePostmasterPid(text: string): PostmasterLockFile {
   const lines = text.split('\n');
   const pid = /^-?\d+$/.test(lines[0] ?? '') ? Number(lines[0]) : undefined;
   // Being written, or initdb's single-user backend: the cluster's server is not up yet.
