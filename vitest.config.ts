@@ -7,6 +7,8 @@ if (!citusSuites) console.warn(`citus-suites: not run, ${CITUS_MISSING}`);
 
 export default defineConfig({
   test: {
+    // Each test as it ends, and what still runs after a quiet minute: vitest's default prints a file only when it ends.
+    reporters: ['./test/support/progress-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     projects: [

@@ -50,14 +50,20 @@ export interface LocalPostgres {
   stop(): Promise<void>;
 }
 
+/** Where the server of a data directory is in its life, as its `postmaster.pid` says. */
+export type LocalPostgresState = 'not created' | 'not running' | 'starting' | 'running' | 'stopping';
+
 /** What `os-audit db status` shows of the server in a data directory. */
 export interface LocalPostgresStatus {
   dataDir: string;
   /** False until a command first creates the cluster. */
   created: boolean;
+  state: LocalPostgresState;
+  /** True when `state` is `running`: the server accepts connections. */
   running: boolean;
+  /** The port this server listens on, once its postmaster has said it (also while starting or stopping). */
   port?: number;
-  /** Connection string of the `os_audit` database, without its password (which is in `passwordFile`). */
+  /** Connection string of the `os_audit` database while running, without its password (which is in `passwordFile`). */
   url?: string;
   passwordFile: string;
   /** The users whose process still runs (and `os-audit db start`'s mark, which has none). */
@@ -191,14 +197,19 @@ export async function localPostgresStatus(dataDir: string): Promise<LocalPostgre
   const server = await localServer(dataDir);
   const passwordFile = path.join(server.dataDir, 'password');
   const created = existsSync(path.join(server.cluster, 'PG_VERSION'));
-  const port = created ? await runningPort(server) : undefined;
+  // One read of postmaster.pid, so that a server starting or stopping meanwhile cannot fail it.
+  const postmaster = created ? await readPostmaster(server) : undefined;
+  const state: LocalPostgresState = !created ? 'not created' : (postmaster?.state ?? 'not running');
+  const port = postmaster?.port;
   const { live, stale } = await readUsers(server.dataDir);
-  const idle = port !== undefined && live.length === 0 ? await readIdle(server.dataDir) : undefined;
+  const idle = state === 'running' && live.length === 0 ? await readIdle(server.dataDir) : undefined;
   return {
     dataDir: server.dataDir,
     created,
-    running: port !== undefined,
-    ...(port === undefined ? {} : { port, url: `postgres://postgres@127.0.0.1:${port}/os_audit` }),
+    state,
+    running: state === 'running',
+    ...(port === undefined ? {} : { port }),
+    ...(port !== undefined && state === 'running' ? { url: `postgres://postgres@127.0.0.1:${port}/os_audit` } : {}),
     passwordFile,
     users: live,
     staleUsers: stale.length,
@@ -338,7 +349,10 @@ function watchdogFile(server: LocalServer): string {
 async function isPostmasterAlive(server: LocalServer): Promise<boolean> {
   const text = await readFile(path.join(server.cluster, 'postmaster.pid'), 'utf8').catch(() => undefined);
   const pid = Number(text?.split('\n')[0]);
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  return Number.isSafeInteger(pid) && pid > 0 && isProcessAlive(pid);
+}
+
+function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -346,6 +360,41 @@ async function isPostmasterAlive(server: LocalServer): Promise<boolean> {
     // EPERM: it runs, under another account.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** The server's state and port from its `postmaster.pid`, read once; undefined when no process of it runs. */
+async function readPostmaster(server: LocalServer): Promise<PostmasterLockFile | undefined> {
+  const text = await readFile(path.join(server.cluster, 'postmaster.pid'), 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (text === undefined) return undefined;
+  const lockFile = parsePostmasterPid(text);
+  return lockFile.pid === undefined || isProcessAlive(Math.abs(lockFile.pid)) ? lockFile : undefined;
+}
+
+/** What a `postmaster.pid` says, for `os-audit db status`. */
+interface PostmasterLockFile {
+  /** Negative for a single-user backend (initdb's); undefined while the file is being written. */
+  pid?: number;
+  state: 'starting' | 'running' | 'stopping';
+  /** Known only from a postmaster: a single-user backend writes the default port, 5432, which it does not listen on. */
+  port?: number;
+}
+
+/**
+ * Reads a `postmaster.pid`: pid, data directory, start time, port, socket folder, listen
+ * address, shared memory key, then the postmaster's status, written once it has one.
+ */
+function parsePostmasterPid(text: string): PostmasterLockFile {
+  const lines = text.split('\n');
+  const pid = /^-?\d+$/.test(lines[0] ?? '') ? Number(lines[0]) : undefined;
+  // Being written, or initdb's single-user backend: the cluster's server is not up yet.
+  if (pid === undefined || pid < 0) return { ...(pid === undefined ? {} : { pid }), state: 'starting' };
+  const port = /^\d+$/.test(lines[3] ?? '') ? Number(lines[3]) : undefined;
+  const status = lines[7]?.trim();
+  const state = status === 'ready' || status === 'standby' ? 'running' : status === 'stopping' ? 'stopping' : 'starting';
+  return { pid, state, ...(port === undefined ? {} : { port }) };
 }
 
 async function stopServer(server: LocalServer): Promise<void> {

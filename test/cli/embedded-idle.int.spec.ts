@@ -44,7 +44,10 @@ interface DbStatus {
 }
 
 async function dbStatus(dataDir: string): Promise<DbStatus> {
-  return JSON.parse((await runCliInProcess(['db', 'status', '--json'], { env: { OS_AUDIT_DATA_DIR: dataDir } })).stdout) as DbStatus;
+  const status = await runCliInProcess(['db', 'status', '--json'], { env: { OS_AUDIT_DATA_DIR: dataDir } });
+  // Its error, rather than JSON.parse's of empty output.
+  if (status.code !== 0) throw new Error(`os-audit db status --json exited ${status.code}: ${status.stderr}`);
+  return JSON.parse(status.stdout) as DbStatus;
 }
 
 const dataDirs: string[] = [];
@@ -58,7 +61,8 @@ describe('the embedded server started for a command', () => {
     if (!existsSync(bin)) throw new Error(`${bin} is missing: run npm run build`);
     const dataDir = newDataDir();
     dataDirs.push(dataDir);
-    const env = embeddedEnv(dataDir, 3);
+    // Long enough for the next command to join it on a loaded machine.
+    const env = embeddedEnv(dataDir, 10);
 
     const first = await run(process.execPath, [bin, 'status'], { env });
     expect(first.stderr).toMatch(/starting PostgreSQL/);
@@ -66,7 +70,7 @@ describe('the embedded server started for a command', () => {
     expect(started).toBeDefined();
     const idle = await dbStatus(dataDir);
     expect(idle).toMatchObject({ running: true, users: [] });
-    expect(Date.parse(idle.idle!.stopsAt) - Date.parse(idle.idle!.since)).toBe(3000);
+    expect(Date.parse(idle.idle!.stopsAt) - Date.parse(idle.idle!.since)).toBe(10_000);
     const described = (await runCliInProcess(['db', 'status'], { env: { OS_AUDIT_DATA_DIR: dataDir } })).stdout;
     expect(described).toContain(`  idle:   since ${idle.idle!.since}; stops at ${idle.idle!.stopsAt} unless a command uses it`);
 
@@ -75,26 +79,33 @@ describe('the embedded server started for a command', () => {
     expect(postmaster(dataDir)).toBe(started);
 
     // The watchdog removes postmaster.pid (pg_ctl stop) and then its idle mark, both under the server's lock.
-    await pollUntil('the idle server to stop', async () => postmaster(dataDir) === undefined && !existsSync(path.join(dataDir, 'idle.json')), { timeoutMs: 20_000, intervalMs: 200 });
+    await pollUntil('the idle server to stop', async () => postmaster(dataDir) === undefined && !existsSync(path.join(dataDir, 'idle.json')), { timeoutMs: 60_000, intervalMs: 200 });
     const stopped = await dbStatus(dataDir);
     expect(stopped).toMatchObject({ running: false });
     expect(stopped.idle).toBeUndefined();
-  }, 60_000);
+  }, 180_000);
 
   it('stops after the idle time when its last command was killed', async () => {
     const dataDir = newDataDir();
     dataDirs.push(dataDir);
-    const daemon = spawn(process.execPath, [bin, 'project', '--poll-interval', '100'], { env: embeddedEnv(dataDir, 1), stdio: 'ignore' });
+    const daemon = spawn(process.execPath, [bin, 'project', '--poll-interval', '100'], { env: embeddedEnv(dataDir, 1), stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    daemon.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise((resolve) => daemon.once('exit', resolve));
     try {
-      await pollUntil('the daemon to use the server', async () => (await dbStatus(dataDir)).users.length === 1, { timeoutMs: 30_000, intervalMs: 200 });
+      // Creating and starting the server takes a few seconds alone, and far more on a loaded machine.
+      await pollUntil('the daemon to use the server', async () => (await dbStatus(dataDir)).users.length === 1, {
+        timeoutMs: 120_000,
+        intervalMs: 200,
+        explain: async () => `db status: ${JSON.stringify(await dbStatus(dataDir))}; the daemon's stderr: ${stderr}`,
+      });
     } finally {
       daemon.kill('SIGKILL');
       await exited;
     }
     expect(postmaster(dataDir)).toBeDefined();
-    await pollUntil('the server of the killed command to stop', async () => postmaster(dataDir) === undefined, { timeoutMs: 20_000, intervalMs: 200 });
-  }, 60_000);
+    await pollUntil('the server of the killed command to stop', async () => postmaster(dataDir) === undefined, { timeoutMs: 60_000, intervalMs: 200 });
+  }, 240_000);
 
   it('stops at once on `os-audit db stop`, idle or not', async () => {
     const dataDir = newDataDir();

@@ -17,7 +17,7 @@ export function registerDbCommand(program: Command, io: CliIo): void {
   const dataDir = (command: Command) => embeddedDataDir(command.optsWithGlobals(), io.env);
 
   db.command('status')
-    .description('whether the embedded PostgreSQL runs, its URL (without the password), data directory and users')
+    .description('whether the embedded PostgreSQL runs (or is starting or stopping), its URL (without the password), data directory and users')
     .option('--json', 'print the status as JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
       const { localPostgresStatus } = await localPostgres();
@@ -54,7 +54,7 @@ export function registerDbCommand(program: Command, io: CliIo): void {
 }
 
 function describeStatus(status: LocalPostgresStatus): string {
-  const lines = [`embedded PostgreSQL in ${status.dataDir}: ${status.running ? 'running' : status.created ? 'not running' : 'not created yet'}`];
+  const lines = [`embedded PostgreSQL in ${status.dataDir}: ${describeState(status)}`];
   if (status.url) lines.push(`  url:    ${status.url} (password in ${status.passwordFile})`);
   const users = status.users.map(describeUser);
   if (status.running && users.length === 0 && !status.idle) users.push('none: left running by a command that ended without stopping it; the next command stops it when done, or `os-audit db stop`');
@@ -62,6 +62,13 @@ function describeStatus(status: LocalPostgresStatus): string {
   if (status.idle) lines.push(`  idle:   since ${status.idle.since}; stops at ${status.idle.stopsAt} unless a command uses it (${IDLE_SECONDS_ENV}; \`os-audit db stop\` stops it now)`);
   if (status.staleUsers > 0) lines.push(`  stale:  ${status.staleUsers === 1 ? '1 user whose process' : `${status.staleUsers} users whose processes`} ended (the next command removes them)`);
   return `${lines.join('\n')}\n`;
+}
+
+function describeState({ state, port }: LocalPostgresStatus): string {
+  if (state === 'not created') return 'not created yet';
+  if (state === 'starting') return port === undefined ? 'starting (its port is not known yet)' : `starting on 127.0.0.1:${port}`;
+  if (state === 'stopping') return port === undefined ? 'stopping' : `stopping on 127.0.0.1:${port}`;
+  return state;
 }
 
 function describeUser(user: ServerUser): string {
