@@ -2,6 +2,8 @@ import type { Readable, Writable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import type { DB } from '../db/schema.js';
+import { environmentSetting } from './environment-setting.js';
+import { integerOption } from './parse-integer-option.js';
 
 /** What a command reaches the outside world through; tests hand in their own streams. */
 export interface CliIo {
@@ -34,18 +36,27 @@ export function resolveDatabaseUrl(flag: string | undefined, io: CliIo): string 
 /** How long a command waits for a database it cannot reach, or has lost, before it fails. */
 export const COMMAND_RETRY_MS = 60_000;
 
+/** The variable that sets {@link COMMAND_RETRY_MS} in whole seconds, 0 to fail at once. */
+export const CONNECT_RETRY_ENV = 'OS_AUDIT_CONNECT_RETRY_SECONDS';
+
 /**
- * How a command rides through a lost connection: tried again for {@link COMMAND_RETRY_MS},
- * saying so once on stderr.
+ * How a command rides through a lost connection: tried again for {@link COMMAND_RETRY_MS} (or
+ * {@link CONNECT_RETRY_ENV}) from the first failure, saying so once on stderr. The waits for a
+ * connection and the runs of the work share one deadline, so that the command ends when it passes.
  */
-export function commandRetry(io: Pick<CliIo, 'stderr'>): ConnectionRetry {
+export function commandRetry(io: Pick<CliIo, 'stderr' | 'env'>): ConnectionRetry {
+  const seconds = environmentSetting(io.env, CONNECT_RETRY_ENV, integerOption(0));
+  const retryForMs = seconds === undefined ? COMMAND_RETRY_MS : seconds * 1000;
+  const deadline = new AbortController();
   let told = false;
   return {
-    retryForMs: COMMAND_RETRY_MS,
+    retryForMs,
+    signal: deadline.signal,
     onRetry: (error) => {
       if (told) return;
       told = true;
-      void write(io.stderr, `os-audit: cannot reach PostgreSQL (${error.message}); trying again for up to ${COMMAND_RETRY_MS / 1000} s\n`);
+      setTimeout(() => deadline.abort(), retryForMs).unref();
+      void write(io.stderr, `os-audit: cannot reach PostgreSQL (${error.message}); trying again for up to ${retryForMs / 1000} s\n`);
     },
   };
 }
@@ -60,7 +71,7 @@ export interface CommandDatabaseOptions {
    * lost connection: for commands that only read, or whose writes are idempotent, and that print
    * nothing before they end. Default: neither (the daemon has its own retries and reports).
    */
-  rideThrough?: { io: Pick<CliIo, 'stderr'>; rerun: 'connect' | 'work' };
+  rideThrough?: { io: Pick<CliIo, 'stderr' | 'env'>; rerun: 'connect' | 'work' };
 }
 
 /**

@@ -165,6 +165,24 @@ describe('ordinary mistakes: one line that says what to do', () => {
     );
   });
 
+  it.each([[['status']], [['snapshot', 's1']]])('%j against a port where nothing listens ends at its retry deadline, exit 1', async (args) => {
+    const port = await closedPort();
+    const started = Date.now();
+    const run = await cli(args, { DATABASE_URL: changed(testDb.url, { port }), OS_AUDIT_CONNECT_RETRY_SECONDS: '3' });
+    const elapsedMs = Date.now() - started;
+    // The wait for a connection and the reruns of the command share the deadline (they once took twice it).
+    expect(elapsedMs).toBeGreaterThanOrEqual(3000);
+    expect(elapsedMs).toBeLessThan(5000);
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    const [notice, ...rest] = run.stderr.split(/(?<=\n)/);
+    expect(notice).toMatch(/^os-audit: cannot reach PostgreSQL \(.*ECONNREFUSED.*\); trying again for up to 3 s\n$/);
+    expect(rest).toEqual([`os-audit: cannot connect to PostgreSQL at 127.0.0.1:${port} (from DATABASE_URL): connection refused; start the server there, or set DATABASE_URL (or --database-url) to a running one\n`]);
+  });
+
+  it('OS_AUDIT_CONNECT_RETRY_SECONDS takes whole seconds only', async () => {
+    expectOneLine(await cli(['status'], { DATABASE_URL: testDb.url, OS_AUDIT_CONNECT_RETRY_SECONDS: '1.5' }), 2, /^os-audit: invalid OS_AUDIT_CONNECT_RETRY_SECONDS="1\.5": expected a whole number from 0$/m);
+  });
+
   it('OS_AUDIT_DEBUG prints the stack trace instead of the line', async () => {
     const run = await cli(['status'], { DATABASE_URL: changed(testDb.url, { database: 'no_such_database' }), OS_AUDIT_DEBUG: '1' });
     expect(run.code).toBe(1);
