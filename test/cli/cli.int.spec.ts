@@ -21,6 +21,14 @@ describe('os-audit CLI', () => {
     expect(run.stdout).toMatch(/^Usage: os-audit/);
   });
 
+  it.each(['1e3', '1.0', '0x10', ' 5', '+5', ''])('takes only whole numbers in decimal digits where the help says so: --at-seq %j is refused', async (text) => {
+    expect(await cli(['snapshot', 's1', '--at-seq', text])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: option '--at-seq <seq>' argument '${text}' is invalid. expected a whole number from 0\n(see os-audit snapshot --help)\n`,
+    });
+  });
+
   it('migrates an empty database, and a second run applies nothing', async () => {
     const fresh = await createTestDatabase({ migrate: false });
     try {
