@@ -39,24 +39,38 @@ export const COMMAND_RETRY_MS = 60_000;
 /** The variable that sets {@link COMMAND_RETRY_MS} in whole seconds, 0 to fail at once. */
 export const CONNECT_RETRY_ENV = 'OS_AUDIT_CONNECT_RETRY_SECONDS';
 
+/** A command's {@link ConnectionRetry}, told when a connection is made again. */
+export interface CommandRetry extends ConnectionRetry {
+  /** The outage is over: a later one has a deadline of its own, and is told again. */
+  connected(): void;
+}
+
 /**
  * How a command rides through a lost connection: tried again for {@link COMMAND_RETRY_MS} (or
- * {@link CONNECT_RETRY_ENV}) from the first failure, saying so once on stderr. The waits for a
- * connection and the runs of the work share one deadline, so that the command ends when it passes.
+ * {@link CONNECT_RETRY_ENV}) from an outage's first failure, saying so once on stderr. The waits
+ * for a connection and the runs of the work share that deadline, so that the command ends when
+ * it passes rather than wait again at each level.
  */
-export function commandRetry(io: Pick<CliIo, 'stderr' | 'env'>): ConnectionRetry {
+export function commandRetry(io: Pick<CliIo, 'stderr' | 'env'>): CommandRetry {
   const seconds = environmentSetting(io.env, CONNECT_RETRY_ENV, integerOption(0));
   const retryForMs = seconds === undefined ? COMMAND_RETRY_MS : seconds * 1000;
-  const deadline = new AbortController();
-  let told = false;
+  let deadline = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
   return {
     retryForMs,
-    signal: deadline.signal,
+    get signal() {
+      return deadline.signal;
+    },
     onRetry: (error) => {
-      if (told) return;
-      told = true;
-      setTimeout(() => deadline.abort(), retryForMs).unref();
+      if (timer !== undefined) return;
+      timer = setTimeout(() => deadline.abort(), retryForMs).unref();
       void write(io.stderr, `os-audit: cannot reach PostgreSQL (${error.message}); trying again for up to ${retryForMs / 1000} s\n`);
+    },
+    connected: () => {
+      if (timer === undefined) return;
+      clearTimeout(timer);
+      timer = undefined;
+      deadline = new AbortController();
     },
   };
 }
@@ -85,8 +99,9 @@ export interface CommandDatabaseOptions {
 export async function withDatabase<T>(url: string, work: (db: Kysely<DB>) => Promise<T>, options: CommandDatabaseOptions = {}): Promise<T> {
   const retry = options.rideThrough && commandRetry(options.rideThrough.io);
   // Loaded here, not at the top: kysely and pg are most of a command's start, and --help needs neither.
-  const { openDatabase } = await import('../db/open-database.js');
+  const { openDatabase, poolOf } = await import('../db/open-database.js');
   const db = openDatabase({ connectionString: url, applicationName: 'os-audit-cli', maxConnections: options.connections ?? 2, connectRetry: retry });
+  if (retry !== undefined) poolOf(db)!.on('connect', retry.connected);
   try {
     return retry !== undefined && options.rideThrough?.rerun === 'work' ? await retryOnConnectionLoss(() => work(db), retry) : await work(db);
   } finally {
