@@ -15,16 +15,8 @@ export interface CliIo {
   embeddedDatabaseUrl?: string;
 }
 
-/** A failure the user can act on: printed as `os-audit: message`, exit code 1, no stack. */
-export class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 1,
-  ) {
-    super(message);
-    this.name = 'CliError';
-  }
-}
+// Its own module, so that the settings this one reads can throw it without an import loop.
+export { CliError } from './cli-error.js';
 
 /** `--database-url`, else `DATABASE_URL`, which `runCli` sets to the embedded server's when both are absent. */
 export function resolveDatabaseUrl(flag: string | undefined, io: CliIo): string {

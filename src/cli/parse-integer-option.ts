@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseWholeNumber } from '../text/whole-number.js';
+import { parseWholeNumber } from '../json/whole-number.js';
 
 /**
  * A commander option parser for whole numbers from `min` up, in decimal digits (no `1e3`).

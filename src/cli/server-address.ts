@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { CliError } from './cli-context.js';
-import { parseWholeNumber } from '../text/whole-number.js';
+import { parseWholeNumber } from '../json/whole-number.js';
 
 /** The default port of the daemon's and the console's server (`/metrics`, `/healthz`, `/readyz`, the web console): the OpenTelemetry Prometheus exporter's. */
 export const DEFAULT_METRICS_PORT = 9464;

@@ -1,4 +1,4 @@
-import { parseWholeNumber } from '../text/whole-number.js';
+import { parseWholeNumber } from '../json/whole-number.js';
 
 /**
  * Bounds on one unit of input, so that hostile or broken input fails with a clear error

@@ -112,9 +112,9 @@ async function importFile(store: EventStore, file: string, options: ImportOption
 }
 
 /**
- * How a file's first non-blank line says to read it. A line that is not a JSON object cannot
- * tell; it is read as a stream's, whose import reports what is wrong with it, by file and line
- * (a line too long to read, too: naming the file's session would guess the format).
+ * How a file's first non-blank line says to read it. A line that is not a JSON object, or is
+ * too long to read, cannot tell. It is read as a stream's, whose import names its file and line
+ * only: naming the file's session would guess the format.
  */
 async function formatOf(file: string, limits: Limits): Promise<'session' | 'stream' | 'empty'> {
   let first: string | undefined;
