@@ -48,6 +48,7 @@ export {
 // The database.
 export { type DatabaseOptions, openDatabase } from './db/open-database.js';
 export { ConnectionLostError, isConnectionLoss } from './db/connection-loss.js';
+export { DiskFullError, isDiskFull } from './db/disk-full.js';
 export { type ConnectionRetry, DEFAULT_CONNECTION_RETRY, retryOnConnectionLoss } from './db/retry-on-connection-loss.js';
 export { MigrationError } from './db/migrate.js';
 export { type MigrateOptions, migrateToLatest } from './migrate-to-latest.js';

@@ -1,3 +1,4 @@
+import { causes, isDiskFull } from '../db/disk-full.js';
 import { CliError } from './cli-context.js';
 
 /** Where a command's database URL came from, as its error lines name it. */
@@ -47,11 +48,13 @@ const FILE_ERRORS: Record<string, string> = {
   EEXIST: 'a file of that name is in the way',
   EACCES: 'permission denied',
   EPERM: 'permission denied',
+  ENOSPC: 'no space left on device: free space on its disk, then run the command again',
 };
 
 /** What a command was doing with a path, by the system call that failed. */
 function pathVerb(syscall: string | undefined): string {
   if (syscall === 'mkdir') return 'create directory';
+  if (syscall === 'write') return 'write';
   if (syscall === 'open' || syscall === 'read' || syscall === 'stat' || syscall === 'lstat' || syscall === 'scandir' || syscall === 'opendir' || syscall === 'realpath') return 'read';
   return 'use';
 }
@@ -71,6 +74,9 @@ export function describeFailure(error: unknown, context: FailureContext): string
   for (const cause of causes(error)) {
     const { code, path, syscall, hostname, address, port, message } = cause as NodeJS.ErrnoException & { hostname?: string; address?: string; port?: number; message: string };
     if (typeof path === 'string' && code !== undefined && code in FILE_ERRORS) return `cannot ${pathVerb(syscall)} ${path}: ${FILE_ERRORS[code]}`;
+    if (isDiskFull(cause)) {
+      return `PostgreSQL's disk is full (${innermostMessage(cause)})${from}: nothing of the failed write was stored; free space on the server's disk (or grow its volume), then run the command again`;
+    }
     switch (code) {
       case 'ENOTFOUND':
         return `cannot resolve host ${hostname ?? '?'}${from}: fix the host in the URL`;
@@ -91,13 +97,11 @@ export function describeFailure(error: unknown, context: FailureContext): string
   return undefined;
 }
 
-/** The error and its causes, outermost first (a given-up retry wraps the refused connection). */
-function* causes(error: unknown): Generator<object> {
-  const seen = new Set<unknown>();
-  for (let at = error; typeof at === 'object' && at !== null && !seen.has(at); at = (at as { cause?: unknown }).cause) {
-    seen.add(at);
-    yield at;
-  }
+/** The message of the error at the bottom of `error`'s causes: the database's or the system's own. */
+function innermostMessage(error: unknown): string {
+  let message = String(error);
+  for (const cause of causes(error)) if (cause instanceof Error) message = cause.message;
+  return message;
 }
 
 function databaseLabel(url: string | undefined): string {

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { CliError } from './cli-context.js';
+import { CliError } from './cli-error.js';
 
 /**
  * A setting's environment variable, parsed as its flag is: undefined when it is unset or empty,

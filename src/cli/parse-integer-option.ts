@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from 'commander';
+import { parseWholeNumber } from '../json/whole-number.js';
 
 /**
- * A commander option parser for whole numbers from `min` up.
+ * A commander option parser for whole numbers from `min` up, in decimal digits (no `1e3`).
  *
  * @example
  * ```ts
@@ -10,8 +11,8 @@ import { InvalidArgumentError } from 'commander';
  */
 export function integerOption(min: number): (text: string) => number {
   return (text) => {
-    const value = Number(text);
-    if (text.trim() === '' || !Number.isSafeInteger(value) || value < min) {
+    const value = parseWholeNumber(text);
+    if (value === undefined || value < min) {
       throw new InvalidArgumentError(`expected a whole number from ${min}`);
     }
     return value;

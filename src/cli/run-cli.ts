@@ -38,7 +38,6 @@ export function buildProgram(io: CliIo): Command {
       '--projections <module>',
       `an ES module whose default export is the array of projections to migrate, run and check (default: $${PROJECTIONS_ENV}, else the projections os-audit ships; \`os-audit status\` lists the ones in use)`,
     )
-    .showHelpAfterError()
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
@@ -60,8 +59,21 @@ export function buildProgram(io: CliIo): Command {
     await buildProgram(io).parseAsync([...args], { from: 'user' });
   });
   registerDbCommand(program, io);
-  for (const command of program.commands) command.exitOverride();
+  forEachCommand(program, (command) => {
+    // A usage error is its line and a pointer: the whole help after it buried the line.
+    command.exitOverride().showHelpAfterError(`(see ${commandPath(command)} --help)`);
+  });
   return program;
+}
+
+function forEachCommand(command: Command, visit: (command: Command) => void): void {
+  visit(command);
+  for (const sub of command.commands) forEachCommand(sub, visit);
+}
+
+/** `os-audit db start` for the command `start` under `db`. */
+function commandPath(command: Command): string {
+  return command.parent === null ? command.name() : `${commandPath(command.parent)} ${command.name()}`;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { CliError } from './cli-context.js';
+import { parseWholeNumber } from '../json/whole-number.js';
 
 /** The default port of the daemon's and the console's server (`/metrics`, `/healthz`, `/readyz`, the web console): the OpenTelemetry Prometheus exporter's. */
 export const DEFAULT_METRICS_PORT = 9464;
@@ -21,8 +22,8 @@ export const METRICS_HOST_ENV = 'OS_AUDIT_METRICS_HOST';
  * ```
  */
 export function isPortText(text: string): boolean {
-  const port = Number(text);
-  return text.trim() !== '' && Number.isInteger(port) && port >= 0 && port <= 65_535;
+  const port = parseWholeNumber(text);
+  return port !== undefined && port >= 0 && port <= 65_535;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { parseWholeNumber } from '../json/whole-number.js';
+
 /**
  * Bounds on one unit of input, so that hostile or broken input fails with a clear error
  * instead of exhausting memory or the database's limits.
@@ -82,8 +84,8 @@ export function limitsFromEnv(env: NodeJS.ProcessEnv): Limits {
   for (const [key, variable] of Object.entries(LIMIT_VARIABLES) as [keyof Limits, string][]) {
     const text = env[variable];
     if (text === undefined || text === '') continue;
-    const value = Number(text);
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${variable} must be a whole number of bytes from 1, got ${JSON.stringify(text)}`);
+    const value = parseWholeNumber(text);
+    if (value === undefined || value < 1) throw new RangeError(`${variable} must be a whole number of bytes from 1, got ${JSON.stringify(text)}`);
     limits[key] = value;
   }
   return limits;

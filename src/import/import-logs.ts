@@ -112,9 +112,9 @@ async function importFile(store: EventStore, file: string, options: ImportOption
 }
 
 /**
- * How a file's first non-blank line says to read it. A line that is not a JSON object cannot
- * tell; it is read as a stream's, whose import reports what is wrong with it. A line too long
- * to read is read as the session's of the file's name, when it has one: its error names it.
+ * How a file's first non-blank line says to read it. A line that is not a JSON object, or is
+ * too long to read, cannot tell. It is read as a stream's, whose import names its file and line
+ * only: naming the file's session would guess the format.
  */
 async function formatOf(file: string, limits: Limits): Promise<'session' | 'stream' | 'empty'> {
   let first: string | undefined;
@@ -124,8 +124,7 @@ async function formatOf(file: string, limits: Limits): Promise<'session' | 'stre
       break;
     }
   } catch (error) {
-    if (error instanceof InvalidUtf8Error) return 'stream';
-    if (error instanceof LineTooLongError) return sessionIdOfFile(file) === undefined ? 'stream' : 'session';
+    if (error instanceof InvalidUtf8Error || error instanceof LineTooLongError) return 'stream';
     throw error;
   }
   if (first === undefined) return 'empty';

@@ -32,7 +32,14 @@ export function createLogger(options: LoggerOptions): Logger {
   if (format === 'json') return pino(settings, options.stream);
   // Loaded only for a human reader: JSON logs start without it.
   const { prettyFactory } = require('pino-pretty') as typeof import('pino-pretty');
-  // The message says it all (see ProjectorLog); the fields are for machines.
-  const pretty = prettyFactory({ colorize: Boolean(options.stream.isTTY), translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l', ignore: 'pid,hostname', hideObject: true });
+  // The message says it all (see ProjectorLog), but for which projection, one daemon running
+  // them side by side: a line names it. The other fields are for machines.
+  const pretty = prettyFactory({
+    colorize: Boolean(options.stream.isTTY),
+    translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    hideObject: true,
+    messageFormat: (record, messageKey) => (typeof record.projection === 'string' ? `${record.projection}: ${String(record[messageKey])}` : String(record[messageKey])),
+  });
   return pino(settings, { write: (line: string) => options.stream.write(pretty(line)) });
 }

@@ -5,6 +5,7 @@ import { ConnectionLostError, isConnectionLoss } from '../db/connection-loss.js'
 import { distributedWorkEnded, isStoreDistributed, notifyAppended, notifyAppendedOnCitus } from '../db/distributed-store.js';
 import { exactInteger } from '../db/exact-integer.js';
 import { poolOf } from '../db/open-database.js';
+import { throwAsDiskFull } from '../db/disk-full.js';
 import { type ConnectionRetry, retryOnConnectionLoss } from '../db/retry-on-connection-loss.js';
 import { sleep } from '../time/sleep.js';
 import { withPinnedConnection } from '../db/pinned-connection.js';
@@ -101,7 +102,7 @@ export class EventStore {
         const index = from + offset;
         return encodeEventValue(event, { sessionId, index, seq: expectedSeq === undefined ? undefined : expectedSeq + 1 + index }, options);
       }),
-    );
+    ).catch(throwAsDiskFull);
   }
 
   /**
@@ -109,7 +110,7 @@ export class EventStore {
    * `encodeSdkEvent`, whose options bound their size), as they are.
    */
   appendEncoded(sessionId: string, events: readonly EncodedEvent[], options: { expectedSeq?: number } & Pick<Limits, 'maxSessionIdBytes'> = {}): Promise<number[]> {
-    return this.appendWith(sessionId, events.length, options.expectedSeq, options, (from, to) => events.slice(from, to));
+    return this.appendWith(sessionId, events.length, options.expectedSeq, options, (from, to) => events.slice(from, to)).catch(throwAsDiskFull);
   }
 
   private async appendWith(

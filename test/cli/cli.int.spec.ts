@@ -21,6 +21,23 @@ describe('os-audit CLI', () => {
     expect(run.stdout).toMatch(/^Usage: os-audit/);
   });
 
+  it.each([
+    [['bogus'], "error: unknown command 'bogus'", 'os-audit'],
+    [['status', '--nope'], "error: unknown option '--nope'", 'os-audit status'],
+    [['snapshot'], "error: missing required argument 'session'", 'os-audit snapshot'],
+    [['db', 'start', '--nope'], "error: unknown option '--nope'", 'os-audit db start'],
+  ])('a usage error %j is its line and a pointer to --help, not the whole help', async (args, line, command) => {
+    expect(await cli(args)).toEqual({ code: 2, stdout: '', stderr: `${line}\n(see ${command} --help)\n` });
+  });
+
+  it.each(['1e3', '1.0', '0x10', ' 5', '+5', ''])('takes only whole numbers in decimal digits where the help says so: --at-seq %j is refused', async (text) => {
+    expect(await cli(['snapshot', 's1', '--at-seq', text])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: option '--at-seq <seq>' argument '${text}' is invalid. expected a whole number from 0\n(see os-audit snapshot --help)\n`,
+    });
+  });
+
   it('migrates an empty database, and a second run applies nothing', async () => {
     const fresh = await createTestDatabase({ migrate: false });
     try {

@@ -70,6 +70,11 @@ describe('the embedded default', () => {
       await pollUntil('the banner of `up`', async () => up.stdout().includes('Stop with Ctrl-C'), { timeoutMs: 90_000, explain: up.output });
       expect(up.stdout()).toMatch(/imported \d+ new events/);
       expect(up.stdout()).toMatch(/a snapshot {2}npx os-audit snapshot sample-000000/);
+      // The generated password is named by its file, never printed.
+      const passwordFile = path.join(dataDir, 'password');
+      expect(up.stdout()).toMatch(new RegExp(`\n {2}database {4}postgres://postgres@127\\.0\\.0\\.1:\\d+/os_audit \\(password in ${passwordFile}\\)\n`));
+      expect(up.stdout()).toMatch(new RegExp(`\n {2}overview {4}PGPASSWORD="\\$\\(cat ${passwordFile}\\)" psql 'postgres://postgres@127\\.0\\.0\\.1:\\d+/os_audit' -c`));
+      expect(up.stdout()).not.toContain(readFileSync(passwordFile, 'utf8').trim());
 
       // A second command joins the daemon's server and sees the projection it keeps.
       const snapshot = await pollUntil(

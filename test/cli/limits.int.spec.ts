@@ -52,6 +52,15 @@ describe('limits on the command line', () => {
     expect(await storedEvents('cli-session-id')).toBe(0);
   });
 
+  it('import of a file whose first line is too long names the file and the line, not a session named after the file', async () => {
+    const file = path.join(tempDir(), 'cli-first-line.jsonl');
+    writeFileSync(file, `{"session_id":"cli-first-line-s","seq":0,"event":{"kind":"x","s":"${'x'.repeat(300_000)}"}}\n`);
+    const run = await cli(['import', file, '--max-event-bytes', '100']);
+    expect(run).toMatchObject({ code: 1, stdout: expect.stringMatching(/^imported 0 new events/) });
+    expect(run.stderr).toMatch(new RegExp(`^os-audit: ${file}:1: the line is longer than \\d+ bytes, more than an event of 100 bytes with its envelope; the rest of the input is not read \\(`, 'm'));
+    expect(run.stderr).not.toContain('session "cli-first-line"');
+  });
+
   it('refuses a limit that is no whole number of bytes from 1, as a usage error', async () => {
     expect(await cli(['append', 's', '--max-event-bytes', '0'], '')).toMatchObject({ code: 2, stderr: expect.stringMatching(/--max-event-bytes.*expected a whole number from 1/) });
     expect(await cli(['import', '-'], '', { OS_AUDIT_MAX_SESSION_ID_BYTES: '1k' })).toMatchObject({

@@ -1,9 +1,13 @@
 import { createServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DiskFullError } from '../../src/db/disk-full.js';
 import { retryOnConnectionLoss } from '../../src/db/retry-on-connection-loss.js';
+import { openDatabase } from '../../src/db/open-database.js';
+import { EventStore } from '../../src/store/event-store.js';
 import { describeFailure } from '../../src/cli/describe-failure.js';
 import { useTempDir } from '../support/log-files.js';
 import { migrateTo } from '../support/migrate-to.js';
@@ -164,6 +168,47 @@ describe('ordinary mistakes: one line that says what to do', () => {
     expect(describeFailure(error, { databaseUrlFrom: 'DATABASE_URL' })).toBe(
       `cannot connect to PostgreSQL at 127.0.0.1:${port} (from DATABASE_URL): connection refused; start the server there, or set DATABASE_URL (or --database-url) to a running one`,
     );
+  });
+
+  it.each([[['status']], [['snapshot', 's1']]])('%j against a port where nothing listens ends at its retry deadline, exit 1', async (args) => {
+    const port = await closedPort();
+    const started = Date.now();
+    const run = await cli(args, { DATABASE_URL: changed(testDb.url, { port }), OS_AUDIT_CONNECT_RETRY_SECONDS: '3' });
+    const elapsedMs = Date.now() - started;
+    // The wait for a connection and the reruns of the command share the deadline (they once took twice it).
+    expect(elapsedMs).toBeGreaterThanOrEqual(3000);
+    expect(elapsedMs).toBeLessThan(5000);
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    const [notice, ...rest] = run.stderr.split(/(?<=\n)/);
+    expect(notice).toMatch(/^os-audit: cannot reach PostgreSQL \(.*ECONNREFUSED.*\); trying again for up to 3 s\n$/);
+    expect(rest).toEqual([`os-audit: cannot connect to PostgreSQL at 127.0.0.1:${port} (from DATABASE_URL): connection refused; start the server there, or set DATABASE_URL (or --database-url) to a running one\n`]);
+  });
+
+  it('OS_AUDIT_CONNECT_RETRY_SECONDS takes whole seconds only', async () => {
+    expectOneLine(await cli(['status'], { DATABASE_URL: testDb.url, OS_AUDIT_CONNECT_RETRY_SECONDS: '1.5' }), 2, /^os-audit: invalid OS_AUDIT_CONNECT_RETRY_SECONDS="1\.5": expected a whole number from 0$/m);
+  });
+
+  it('a full disk: a DiskFullError from the store, one line from the CLI, nothing stored', async () => {
+    // A full disk made by hand: the server refuses each insert with SQLSTATE 53100, as it would.
+    const full = await createTestDatabase();
+    const db = openDatabase({ connectionString: full.url });
+    try {
+      await sql`CREATE FUNCTION disk_is_full() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'could not extend file "base/1/2": No space left on device' USING ERRCODE = 'disk_full'; END $$`.execute(db);
+      await sql`CREATE TRIGGER disk_is_full BEFORE INSERT ON session_events FOR EACH ROW EXECUTE FUNCTION disk_is_full()`.execute(db);
+      const refused = await new EventStore(db).append('s1', [{ kind: 'run_started' }]).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(DiskFullError);
+      expect(refused).toMatchObject({ cause: { code: '53100' } });
+      expectOneLine(
+        await cli(['append', 's1', '-'], { DATABASE_URL: full.url }, '{"kind":"run_started"}\n'),
+        1,
+        /^os-audit: PostgreSQL's disk is full \(could not extend file "base\/1\/2": No space left on device\) \(from DATABASE_URL\): nothing of the failed write was stored; free space on the server's disk \(or grow its volume\), then run the command again$/m,
+      );
+      expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM session_events`.execute(db)).rows[0]!.n).toBe(0);
+    } finally {
+      await db.destroy();
+      await full.drop();
+    }
   });
 
   it('OS_AUDIT_DEBUG prints the stack trace instead of the line', async () => {

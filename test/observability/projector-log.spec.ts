@@ -124,4 +124,12 @@ describe('the daemon logs', () => {
       expect(out.text().includes('\x1b[')).toBe(tty);
     }
   });
+
+  it('name the projection in a pretty line, as the JSON line does', async () => {
+    const out = capture(false);
+    const log = createLogger({ level: 'info', format: 'pretty', stream: out.stream }).child({ owner: 'o' });
+    new ProjectorLog(log.child({ projection: 'os_snapshot_v0_2_60' }), { summarizeBatches: false }).record({ type: 'waiting', reason: 'another daemon leads' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(out.text()).toMatch(/^\[[^\]]+\] INFO: os_snapshot_v0_2_60: waiting: another daemon leads\n$/);
+  });
 });

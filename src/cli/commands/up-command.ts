@@ -1,5 +1,7 @@
+import path from 'node:path';
 import type { Command } from 'commander';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
+import { embeddedDataDir } from '../embedded-database.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
 import { type ProjectFlags, resolveProjectSettings, runProjectDaemon, withProjectOptions } from './project-command.js';
 
@@ -28,8 +30,11 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
         rideThrough: { io, rerun: 'work' },
       });
       const session = example ? shellWord(example.session_id) : '<session_id>';
-      // The embedded server's generated password is for this machine; a server's is not ours to print.
-      const shown = url === io.embeddedDatabaseUrl ? url : withoutPassword(url);
+      // No password on the screen (it ends up in scrollback and screenshots): the embedded
+      // server's is named by its file, a server's is the user's own.
+      const shown = withoutPassword(url);
+      const passwordFile = url === io.embeddedDatabaseUrl ? path.join(embeddedDataDir(globals, io.env), 'password') : undefined;
+      const withPassword = passwordFile === undefined ? '' : `PGPASSWORD="$(cat ${shellWord(passwordFile)})" `;
       // Said once the daemon serves its metrics and console: a busy port fails before it.
       const sayUp = (metricsUrl: string | undefined) =>
         write(
@@ -37,10 +42,10 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
           [
             '',
             'os-audit is up: the projector below folds every new event into the projections\' tables.',
-            `  database    ${shown}`,
+            `  database    ${shown}${passwordFile === undefined ? '' : ` (password in ${passwordFile})`}`,
             ...(metricsUrl === undefined ? [] : [`  console     ${metricsUrl}/`]),
             `  a snapshot  npx os-audit snapshot ${session}`,
-            `  overview    psql '${shown}' -c 'SELECT * FROM os_session_overview'`,
+            `  overview    ${withPassword}psql '${shown}' -c 'SELECT * FROM os_session_overview'`,
             '  progress    npx os-audit status',
             'Stop with Ctrl-C.',
             '',
@@ -63,5 +68,5 @@ function withoutPassword(url: string): string {
 }
 
 function shellWord(text: string): string {
-  return /^[\w.-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+  return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
