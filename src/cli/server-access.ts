@@ -28,12 +28,12 @@ export function withServerAccessOptions(command: Command): Command {
   return command
     .option(
       '--allowed-host <name>',
-      `a Host name the server answers besides localhost, 127.0.0.1, [::1] and its own address; repeatable (env ${ALLOWED_HOSTS_ENV}, comma-separated; default none)`,
+      `a Host name the server answers besides localhost, 127.0.0.1, [::1] and its own address; repeatable, comma-separated in the variable (env ${ALLOWED_HOSTS_ENV}; default none)`,
       (name: string, previous: string[] = []) => [...previous, name],
     )
     .option(
       '--auth-token-file <file>',
-      `a file holding the token the console asks for, as a bearer token or the password of any user (env ${AUTH_TOKEN_ENV}: the token itself; default none); needed to listen beyond loopback`,
+      `a file holding the token the console asks for, as a bearer token or the password of any user; needed to listen beyond loopback; the variable holds the token itself (env ${AUTH_TOKEN_ENV}; default none)`,
     )
     .option('--insecure-no-auth', 'listen beyond loopback without a token: whoever reaches the port reads the console');
 }
