@@ -42,8 +42,8 @@ export function isLoopbackAddress(host: string): boolean {
 }
 
 /**
- * The Host names a server bound to `boundAddress` serves: loopback's, the bound address (each
- * interface's address when it is 0.0.0.0 or ::, the pod IP among them) and `allowedHosts`.
+ * The Host names a server bound to `boundAddress` serves: loopback's, the bound address (and
+ * each interface's address when it is 0.0.0.0 or ::, the pod IP among them) and `allowedHosts`.
  *
  * @example
  * ```ts
@@ -54,11 +54,8 @@ export function isLoopbackAddress(host: string): boolean {
  */
 export function servedHosts(boundAddress: string, allowedHosts: readonly string[] = []): ReadonlySet<string> {
   const wildcard = boundAddress === '0.0.0.0' || boundAddress === '::';
-  const bound = wildcard
-    ? Object.values(networkInterfaces())
-        .flat()
-        .map((each) => each?.address)
-    : [boundAddress];
+  // The URL the server prints names the bound address, 0.0.0.0 too.
+  const bound = [boundAddress, ...(wildcard ? Object.values(networkInterfaces()).flat() : []).map((each) => each?.address)];
   return new Set([...LOOPBACK_NAMES, ...bound, ...allowedHosts].filter((each) => each !== undefined).map((each) => normalHost(each)));
 }
 

@@ -109,7 +109,7 @@ describe('the observability server', () => {
     try {
       const url = `http://127.0.0.1:${server.port}`;
       const bearer = { Authorization: 'Bearer t' };
-      for (const address of ['127.0.0.1', ...Object.values(networkInterfaces()).flat().filter((each) => each?.family === 'IPv4').map((each) => each!.address)]) {
+      for (const address of ['127.0.0.1', '0.0.0.0', ...Object.values(networkInterfaces()).flat().filter((each) => each?.family === 'IPv4').map((each) => each!.address)]) {
         expect([address, (await get(`${url}/`, { ...bearer, Host: `${address}:${server.port}` })).status]).toEqual([address, 200]);
       }
       expect((await get(`${url}/`, { ...bearer, Host: 'evil.example.com' })).status).toBe(421);
