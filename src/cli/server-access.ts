@@ -1,7 +1,7 @@
 // fs.promises, read when used: a dynamic import of a node: module has no loader in the bundled CLI.
 import { promises as fs } from 'node:fs';
 import type { Command } from 'commander';
-import { type HttpAccess, isLoopbackAddress } from '../observability/http-access.js';
+import type { HttpAccess } from '../observability/http-access.js';
 import { CliError } from './cli-context.js';
 
 /** The variables of `--allowed-host` (comma-separated) and of the token `--auth-token-file` holds. */
@@ -54,6 +54,8 @@ export async function resolveServerAccess(flags: ServerAccessFlags, env: NodeJS.
   const [authToken, from] =
     flags.authTokenFile === undefined ? [env[AUTH_TOKEN_ENV]?.trim() || undefined, AUTH_TOKEN_ENV] : [(await fs.readFile(flags.authTokenFile, 'utf8')).trim(), flags.authTokenFile];
   if (authToken === '') throw new CliError(`the token file ${from} is empty: write the token into it`, 2);
+  // Loaded here, not with the command line, as the commands' modules are: `os-audit --help` stays light.
+  const { isLoopbackAddress } = await import('../observability/http-access.js');
   if (authToken === undefined && !flags.insecureNoAuth && !isLoopbackAddress(host)) {
     throw new CliError(`refusing to serve the console on ${host} without a token: give one (--auth-token-file FILE or ${AUTH_TOKEN_ENV}), or pass --insecure-no-auth to serve it to anyone`, 2);
   }
