@@ -27,9 +27,6 @@ export interface ConsoleRoutesOptions {
   projections: readonly Projection[];
 }
 
-/** The console pages' headers: nothing from elsewhere, no inline script. */
-const PAGE_HEADERS = { 'Content-Security-Policy': "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'", 'X-Content-Type-Options': 'nosniff' };
-
 /** A request the user can fix: answered 400 (or 404) with one line saying what is wrong. */
 class BadRequest extends Error {
   constructor(
@@ -113,7 +110,7 @@ function roleNotice(access: ConsoleAccess): string | undefined {
 }
 
 function htmlResponse(status: number, body: Html): RouteResponse {
-  return { status, contentType: 'text/html; charset=utf-8', body: body.text, headers: PAGE_HEADERS };
+  return { status, contentType: 'text/html; charset=utf-8', body: body.text };
 }
 
 /** The session list's parameters: `q` (id or its beginning), `state` (a filter), `after` or `before` (a page's cursor). */

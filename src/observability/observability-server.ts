@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { carriesToken, type HttpAccess, isServedHost, PROBE_PATHS, SECURITY_HEADERS, servedHosts, TOKENLESS_PATHS } from './http-access.js';
 
 /** What a route answers. */
 export interface RouteResponse {
   status: number;
   contentType: string;
   body: string;
-  /** Extra response headers (e.g. `Content-Security-Policy`, `Location`). */
+  /** Extra response headers (e.g. `Location`). */
   headers?: Record<string, string>;
 }
 
@@ -33,7 +34,10 @@ export interface ObservabilityServer {
 }
 
 /**
- * A small HTTP server for metrics, health checks and the web console.
+ * A small HTTP server for metrics, health checks and the web console. It answers only Host
+ * names it serves (see `servedHosts`), 421 to others, and asks for `access.authToken` when
+ * given; `/healthz` and `/readyz` answer anyone, `/metrics` any served Host without the token.
+ * Every response has the {@link SECURITY_HEADERS}.
  *
  * @example
  * ```ts
@@ -44,9 +48,10 @@ export interface ObservabilityServer {
  * await server.close();
  * ```
  */
-export async function startObservabilityServer(host: string, port: number, routes: Routes): Promise<ObservabilityServer> {
+export async function startObservabilityServer(host: string, port: number, routes: Routes, access: HttpAccess = {}): Promise<ObservabilityServer> {
+  let served: ReadonlySet<string> = new Set();
   const server = createServer((request, response) => {
-    void respond(routes, request, response);
+    void respond(routes, request, response, { served, authToken: access.authToken });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -56,6 +61,7 @@ export async function startObservabilityServer(host: string, port: number, route
     });
   });
   const address = server.address() as AddressInfo;
+  served = servedHosts(address.address, access.allowedHosts);
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${shownHost}:${address.port}`,
@@ -107,11 +113,21 @@ export function matchRoute<Route>(routes: Record<string, Route>, path: string): 
   return best && { route: best.route, rest: best.rest };
 }
 
-async function respond(routes: Routes, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function respond(routes: Routes, request: IncomingMessage, response: ServerResponse, guard: { served: ReadonlySet<string>; authToken?: string }): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://localhost');
   const match = matchRoute(routes, url.pathname);
   let answer: RouteResponse;
-  if (match === undefined) {
+  if (!PROBE_PATHS.includes(url.pathname) && !isServedHost(guard.served, request.headers.host)) {
+    // Plain text, without the Host: a page of a rebound DNS name learns nothing here.
+    answer = { status: 421, contentType: 'text/plain; charset=utf-8', body: 'misdirected request: this server answers only its own host names (see --allowed-host)\n' };
+  } else if (guard.authToken !== undefined && !TOKENLESS_PATHS.includes(url.pathname) && !carriesToken(request.headers.authorization, guard.authToken)) {
+    answer = {
+      status: 401,
+      contentType: 'text/plain; charset=utf-8',
+      body: 'this console asks for its token: as Authorization: Bearer TOKEN, or as the password of any user\n',
+      headers: { 'WWW-Authenticate': 'Basic realm="os-audit", charset="UTF-8"' },
+    };
+  } else if (match === undefined) {
     answer = json(404, { error: `no such path; try ${Object.keys(routes).join(', ')}` });
   } else if (request.method !== 'GET' && request.method !== 'HEAD') {
     answer = json(405, { error: 'only GET and HEAD' });
@@ -123,6 +139,6 @@ async function respond(routes: Routes, request: IncomingMessage, response: Serve
       answer = json(500, { error: error instanceof Error ? error.message : String(error) });
     }
   }
-  response.writeHead(answer.status, { 'Content-Type': answer.contentType, 'Cache-Control': 'no-store', ...answer.headers });
+  response.writeHead(answer.status, { 'Content-Type': answer.contentType, 'Cache-Control': 'no-store', ...answer.headers, ...SECURITY_HEADERS });
   response.end(request.method === 'HEAD' ? undefined : answer.body);
 }

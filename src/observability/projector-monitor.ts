@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import { type ProjectionStatus, readProjectionStatus } from '../projector/projection-status.js';
 import type { ProjectorEvent } from '../projector/projector.js';
+import type { HttpAccess } from './http-access.js';
 import { json, type Routes, startObservabilityServer } from './observability-server.js';
 import { ProjectorMetrics } from './projector-metrics.js';
 import { Readiness } from './readiness.js';
@@ -27,6 +28,8 @@ export interface ProjectorMonitorOptions {
   log: Logger;
   /** More routes on the same server: the web console (see `createConsoleRoutes`). */
   routes?: Routes;
+  /** The Host names served beyond loopback's and the console's token (see `startObservabilityServer`). */
+  access?: HttpAccess;
 }
 
 export interface ProjectorMonitor {
@@ -70,7 +73,7 @@ export async function startProjectorMonitor(options: ProjectorMonitorOptions): P
       const reason = unready.length === 0 ? {} : { reason: unready.map((report) => `${report.projection}: ${report.reason}`).join('; ') };
       return json(unready.length === 0 ? 200 : 503, { status: unready.length === 0 ? 'ready' : 'not ready', owner, ...reason, projections: reports });
     },
-  });
+  }, options.access);
   let statusFailing = false;
   const stopPolling = pollStatus(
     async () => {

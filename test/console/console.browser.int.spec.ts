@@ -217,6 +217,27 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
     expect(await page.evaluate(() => (globalThis as { __samePage?: boolean }).__samePage)).toBe(true);
   });
 
+  it('logs in with the token as a basic auth password: the page, its assets and its live figures', async () => {
+    const token = randomBytes(16).toString('hex');
+    const guarded = await startObservabilityServer('127.0.0.1', 0, createConsoleRoutes({ db: testDb.db, projections: builtInProjections }), { authToken: token });
+    const wrongPassword = await browser.newContext({ httpCredentials: { username: 'operator', password: `${token}x` } });
+    const operator = await browser.newContext({ httpCredentials: { username: 'operator', password: token } });
+    try {
+      expect((await (await wrongPassword.newPage()).goto(`${guarded.url}/`))?.status()).toBe(401);
+      const loggedIn = await operator.newPage();
+      const answers = new Map<string, number>();
+      loggedIn.on('response', (response) => answers.set(new URL(response.url()).pathname, response.status()));
+      const live = loggedIn.waitForResponse((response) => response.url().endsWith('/api/live'));
+      expect((await loggedIn.goto(`${guarded.url}/`))?.status()).toBe(200);
+      expect((await live).status()).toBe(200);
+      expect([answers.get('/assets/console.css'), answers.get('/assets/console.js')]).toEqual([200, 200]);
+    } finally {
+      await wrongPassword.close();
+      await operator.close();
+      await guarded.close();
+    }
+  });
+
   describe('as a member of os_audit_reader', () => {
     const user = `os_audit_test_console_${randomBytes(4).toString('hex')}`;
     const password = randomBytes(12).toString('hex');

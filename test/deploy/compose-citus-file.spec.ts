@@ -187,6 +187,8 @@ describe(CITUS_FILE, () => {
     expect(config.file).toBe(path.join(REPO_ROOT, 'deploy/prometheus/prometheus.citus.yml'));
     expect(config.ruleFiles).toEqual([RULES_FILE]);
     expect(config.targets).toEqual([`projector:${service('projector').environment?.OS_AUDIT_METRICS_PORT}`]);
+    // The daemon answers that Host.
+    expect(service('projector').environment?.OS_AUDIT_ALLOWED_HOSTS).toBe('projector');
     // The rest as docker-compose.yml's: Grafana's Prometheus data source is the same file.
     const { config: singleConfig } = mountedPrometheusConfig(theirs);
     expect({ ...config.config, scrape_configs: undefined }).toEqual({ ...singleConfig, scrape_configs: undefined });

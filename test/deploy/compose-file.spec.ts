@@ -56,7 +56,8 @@ describe('docker-compose.yml', () => {
     const projector = service('projector');
     const migrate = service('migrate');
     expect([projector.build, projector.image]).toEqual([migrate.build, migrate.image]);
-    expect(projector.command).toEqual(['project']);
+    // Published on the host's loopback only: no token.
+    expect(projector.command).toEqual(['project', '--insecure-no-auth']);
     expect(projector.restart).toBe('unless-stopped');
     expect(projector.depends_on).toEqual({ migrate: { condition: 'service_completed_successfully' } });
     const url = new URL(projector.environment?.DATABASE_URL ?? '');
@@ -93,6 +94,8 @@ describe('docker-compose.yml', () => {
     expect(file).toBe(path.join(REPO_ROOT, 'deploy/prometheus/prometheus.yml'));
     expect(ruleFiles).toEqual([RULES_FILE]);
     expect(targets).toEqual([`projector:${service('projector').environment?.OS_AUDIT_METRICS_PORT}`]);
+    // The daemon answers that Host.
+    expect(service('projector').environment?.OS_AUDIT_ALLOWED_HOSTS).toBe('projector');
   });
 
   it('serves Grafana on 127.0.0.1:3000 once the schema is there', () => {

@@ -111,6 +111,8 @@ describe('os-audit project settings', () => {
       ['--metrics-host <host>', 'OS_AUDIT_METRICS_HOST', '127.0.0.1'],
       ['--log-level <level>', 'OS_AUDIT_LOG_LEVEL', 'info'],
       ['--log-format <format>', 'OS_AUDIT_LOG_FORMAT', 'pretty on a terminal, else json'],
+      ['--allowed-host <name>', 'OS_AUDIT_ALLOWED_HOSTS', 'none'],
+      ['--auth-token-file <file>', 'OS_AUDIT_AUTH_TOKEN', 'none'],
     ]) {
       expect(text).toMatch(new RegExp(`${escape(flag!)} (?:(?! --[a-z]).)*\\(env ${variable}; default ${escape(shown!)}\\)`));
     }

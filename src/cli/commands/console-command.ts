@@ -2,21 +2,23 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { environmentSetting } from '../environment-setting.js';
 import { commandProjections } from '../projection-options.js';
+import { resolveServerAccess, type ServerAccessFlags, withServerAccessOptions } from '../server-access.js';
 import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, isPortText, listenError, METRICS_HOST_ENV, METRICS_PORT_ENV } from '../server-address.js';
 
-interface ConsoleFlags {
+interface ConsoleFlags extends ServerAccessFlags {
   metricsPort?: number;
   metricsHost?: string;
 }
 
 export function registerConsoleCommand(program: Command, io: CliIo): void {
-  program
+  const command = program
     .command('console')
     .description('serve the read-only web console alone (no projector), on the address of the daemon\'s /metrics')
     .addOption(
       new Option('--metrics-port <port>', `port to listen on; 0 picks a free one (env ${METRICS_PORT_ENV}; default ${DEFAULT_METRICS_PORT})`).argParser(parseConsolePort),
     )
-    .addOption(new Option('--metrics-host <host>', `address to listen on; 0.0.0.0: every interface (env ${METRICS_HOST_ENV}; default ${DEFAULT_METRICS_HOST})`))
+    .addOption(new Option('--metrics-host <host>', `address to listen on; 0.0.0.0: every interface (env ${METRICS_HOST_ENV}; default ${DEFAULT_METRICS_HOST})`));
+  withServerAccessOptions(command)
     .addHelpText(
       'after',
       '\nThe daemon (`os-audit project`, `os-audit up`) serves the same console next to /metrics; run this one to browse a\n' +
@@ -26,6 +28,7 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const port = flags.metricsPort ?? environmentSetting(io.env, METRICS_PORT_ENV, parseConsolePort) ?? DEFAULT_METRICS_PORT;
       const host = flags.metricsHost ?? (io.env[METRICS_HOST_ENV] || DEFAULT_METRICS_HOST);
+      const access = await resolveServerAccess(flags, io.env, host);
       const projections = await commandProjections(command, io);
       // Loaded here, not with the command line: `os-audit --help` stays light.
       const { startObservabilityServer } = await import('../../observability/observability-server.js');
@@ -33,7 +36,7 @@ export function registerConsoleCommand(program: Command, io: CliIo): void {
       await withDatabase(
         url,
         async (db) => {
-          const server = await startObservabilityServer(host, port, createConsoleRoutes({ db, projections })).catch((error: unknown) => {
+          const server = await startObservabilityServer(host, port, createConsoleRoutes({ db, projections }), access).catch((error: unknown) => {
             throw listenError(error, { host, port, what: 'the console' });
           });
           try {

@@ -13,6 +13,8 @@ import { environmentSetting } from '../environment-setting.js';
 import { integerOption } from '../parse-integer-option.js';
 import { DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, listenError, METRICS_HOST_ENV, METRICS_PORT_ENV, parseMetricsPort } from '../server-address.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
+import { resolveServerAccess, type ServerAccessFlags, withServerAccessOptions } from '../server-access.js';
+import type { HttpAccess } from '../../observability/http-access.js';
 import { countOf } from '../../text/count-of.js';
 import type { CatchUpProgress } from '../catch-up-progress.js';
 import { aboveProgress } from '../progress-line.js';
@@ -123,7 +125,7 @@ type SettingName = keyof typeof SETTINGS;
 export type ProjectSettings = { [Name in SettingName]: ReturnType<(typeof SETTINGS)[Name]['parse']> };
 
 /** What commander parsed: the settings given as flags, and the rest. */
-export type ProjectFlags = Partial<ProjectSettings> & { once?: boolean; skipInvalid?: boolean; owner?: string; projection?: string };
+export type ProjectFlags = Partial<ProjectSettings> & ServerAccessFlags & { once?: boolean; skipInvalid?: boolean; owner?: string; projection?: string };
 
 /**
  * Resolves the daemon's settings: a flag wins over its environment variable, which wins over
@@ -176,14 +178,29 @@ export function registerProjectCommand(program: Command, io: CliIo): void {
     .action(async (flags: ProjectFlags, command: Command) => {
       const url = resolveDatabaseUrl(command.optsWithGlobals().databaseUrl, io);
       const settings = resolveProjectSettings(flags, io.env);
+      const access = await resolveDaemonAccess(flags, settings, io.env);
       const projections = chooseProjections(await commandProjections(command, io), flags.projection);
-      await runProjectDaemon({ url, projections, flags, settings, io });
+      await runProjectDaemon({ url, projections, flags, settings, access, io });
     });
 }
 
 /**
+ * Who the daemon's server answers (see `resolveServerAccess`); nothing to check when it serves
+ * nothing (`--metrics-port off`, `--once` alone).
+ *
+ * @example
+ * ```ts
+ * const access = await resolveDaemonAccess(flags, resolveProjectSettings(flags, io.env), io.env);
+ * ```
+ */
+export async function resolveDaemonAccess(flags: ProjectFlags, settings: ProjectSettings, env: NodeJS.ProcessEnv): Promise<HttpAccess> {
+  return settings.metricsPort === 'off' ? {} : resolveServerAccess(flags, env, settings.metricsHost);
+}
+
+/**
  * Adds the daemon's flags to `command`: `--projection`, each setting (with its variable and
- * default in `--help`), `--skip-invalid` and `--owner`. `project` and `up` share them.
+ * default in `--help`), the server's access flags, `--skip-invalid` and `--owner`. `project`
+ * and `up` share them.
  *
  * @example
  * ```ts
@@ -196,7 +213,7 @@ export function withProjectOptions(command: Command): Command {
     const shown = definition.shownDefault ?? String(definition.defaultValue);
     command.addOption(new Option(definition.flags, `${definition.description} (env ${definition.env}; default ${shown})`).argParser(definition.parse));
   }
-  return command
+  return withServerAccessOptions(command)
     .option('--skip-invalid', 'set events a projection cannot read aside in projection_errors instead of stopping their session (and take up again sessions stopped at one)')
     .option('--owner <name>', "this projector's name in the lease (default host:pid:random)");
 }
@@ -207,6 +224,8 @@ export interface ProjectDaemonOptions {
   projections: readonly Projection[];
   flags: ProjectFlags;
   settings: ProjectSettings;
+  /** Who its metrics and console server answers (see `resolveDaemonAccess`). */
+  access: HttpAccess;
   io: CliIo;
   /**
    * Told once the daemon is about to fold, its metrics server listening (its URL, e.g.
@@ -224,7 +243,7 @@ export interface ProjectDaemonOptions {
  * await runProjectDaemon({ url, projections, flags, settings: resolveProjectSettings(flags, io.env), io, onStarted: async (metricsUrl) => console.log(`up: ${metricsUrl}`) });
  * ```
  */
-export async function runProjectDaemon({ url, projections, flags, settings, io, onStarted }: ProjectDaemonOptions): Promise<void> {
+export async function runProjectDaemon({ url, projections, flags, settings, access, io, onStarted }: ProjectDaemonOptions): Promise<void> {
   const { createLogger } = await import('../../observability/create-logger.js');
   // --once may draw its progress on stderr.
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat, stream: flags.once ? aboveProgress(io.stderr) : io.stderr });
@@ -238,7 +257,7 @@ export async function runProjectDaemon({ url, projections, flags, settings, io, 
   try {
     // A connection per projection's batches, one for the leases and status reads, one for the metrics' reads.
     const connections = projections.length + (settings.metricsPort === 'off' ? 1 : 2);
-    await withDatabase(url, (db) => project(db, { url, projections, flags, settings, log, io, signal: stop.signal, onStarted }), { connections });
+    await withDatabase(url, (db) => project(db, { url, projections, flags, settings, access, log, io, signal: stop.signal, onStarted }), { connections });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -251,7 +270,7 @@ interface ProjectRun extends ProjectDaemonOptions {
 }
 
 /** Runs the daemon (or `--once`): a projector per projection, with its logs and, unless off, the metrics and health server. */
-async function project(db: Kysely<DB>, { url, projections, flags, settings, log, io, signal, onStarted }: ProjectRun): Promise<void> {
+async function project(db: Kysely<DB>, { url, projections, flags, settings, access, log, io, signal, onStarted }: ProjectRun): Promise<void> {
   const [{ ProjectorLog }, { defaultOwner, Projector }] = await Promise.all([import('../../observability/projector-log.js'), import('../../projector/projector.js')]);
   let monitor: ProjectorMonitor | undefined;
   const owner = flags.owner ?? defaultOwner();
@@ -281,7 +300,7 @@ async function project(db: Kysely<DB>, { url, projections, flags, settings, log,
   });
   try {
     if (settings.metricsPort !== 'off') {
-      monitor = await serveMonitor(db, url, projections, owner, settings, settings.metricsPort, ownerLog);
+      monitor = await serveMonitor(db, url, projections, owner, settings, settings.metricsPort, access, ownerLog);
       signal.addEventListener('abort', () => monitor?.stopping(), { once: true });
     }
     if (flags.once) {
@@ -333,6 +352,7 @@ async function serveMonitor(
   owner: string,
   settings: ProjectSettings,
   port: number,
+  access: HttpAccess,
   log: Logger,
 ): Promise<ProjectorMonitor> {
   const host = settings.metricsHost;
@@ -353,6 +373,7 @@ async function serveMonitor(
       pollIntervalMs: settings.pollInterval,
       log,
       routes: createConsoleRoutes({ db: consoleDb, projections }),
+      access,
     });
     log.info({ event: 'listening', url: monitor.url }, `serving the web console on ${monitor.url}/ and /metrics, /healthz and /readyz`);
     return {

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { type CliIo, resolveDatabaseUrl, withDatabase, write } from '../cli-context.js';
 import { embeddedDataDir } from '../embedded-database.js';
 import { chooseProjections, commandProjections } from '../projection-options.js';
-import { type ProjectFlags, resolveProjectSettings, runProjectDaemon, withProjectOptions } from './project-command.js';
+import { type ProjectFlags, resolveDaemonAccess, resolveProjectSettings, runProjectDaemon, withProjectOptions } from './project-command.js';
 
 /** Runs another `os-audit` command line in this invocation, on the same database. */
 export type RunCommand = (args: readonly string[]) => Promise<void>;
@@ -20,6 +20,7 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
       const url = resolveDatabaseUrl(globals.databaseUrl, io);
       // A wrong setting is refused before anything is migrated or imported.
       const settings = resolveProjectSettings(options, io.env);
+      const access = await resolveDaemonAccess(options, settings, io.env);
       const projections = chooseProjections(await commandProjections(command, io), options.projection);
       // The same database and projections for every step.
       const projectionsModule = globals.projections === undefined ? [] : ['--projections', globals.projections as string];
@@ -52,7 +53,7 @@ export function registerUpCommand(program: Command, io: CliIo, runCommand: RunCo
             '',
           ].join('\n'),
         );
-      await runProjectDaemon({ url, projections, flags: options, settings, io, onStarted: sayUp });
+      await runProjectDaemon({ url, projections, flags: options, settings, access, io, onStarted: sayUp });
     });
 }
 
