@@ -77,6 +77,7 @@ describe('os-audit up', () => {
       await pollUntil('up to say it is up', async () => stdout.includes('Stop with Ctrl-C.'), { timeoutMs: 60_000, explain: () => stdout + stderr });
       // The older-format samples are in a folder of their own, which `npm start` does not import.
       expect(stdout).toMatch(/^imported \d+ new events; 0 were already stored \(14 sessions from 14 files\)$/m);
+      expect(stderr).toContain('ignored 1 entry, not a <session_id>.jsonl file: older-format\n');
       const projections = await pollUntil('both built-ins to fold every sample', async () => {
         const { rows } = await sql<{ projection: string }>`
           SELECT projection FROM projection_checkpoints WHERE position = (SELECT max(position) FROM session_events) ORDER BY projection`.execute(testDb.db);
