@@ -16,13 +16,13 @@ export interface ConsoleProjection {
   /** The daemon's last error and the events set aside: null where the role may not read the projector's tables. */
   lastError: { message: string; at: Date | null } | null;
   skippedEvents: number | null;
-  haltedTotal: number;
-  /** The oldest {@link HALTED_LISTED} halted sessions. */
-  halted: BlockedSession[];
+  stoppedTotal: number;
+  /** The oldest {@link STOPPED_LISTED} sessions it stopped. */
+  stopped: BlockedSession[];
 }
 
-/** How many halted sessions the page lists per projection (all are in the view os_blocked_sessions). */
-export const HALTED_LISTED = 50;
+/** How many stopped sessions the page lists per projection (all are in the view os_blocked_sessions). */
+export const STOPPED_LISTED = 50;
 
 /**
  * Every registered projection, read from the views `os_projection_lag` and `os_blocked_sessions`
@@ -31,7 +31,7 @@ export const HALTED_LISTED = 50;
  *
  * @example
  * ```ts
- * for (const p of await readConsoleProjections(db, access)) console.log(p.projection, p.lagEvents, p.halted.length);
+ * for (const p of await readConsoleProjections(db, access)) console.log(p.projection, p.lagEvents, p.stopped.length);
  * ```
  */
 export async function readConsoleProjections(db: Kysely<DB>, access: ConsoleAccess): Promise<ConsoleProjection[]> {
@@ -43,13 +43,13 @@ export async function readConsoleProjections(db: Kysely<DB>, access: ConsoleAcce
   const projections: ConsoleProjection[] = [];
   for (const lag of lags) {
     const projection = lag.projection!;
-    const halted = await db
+    const stopped = await db
       .selectFrom('os_blocked_sessions')
       .select(['session_id', 'blocked_at_seq', 'kind', 'reason', 'problem', 'blocked_at', sql<number>`count(*) OVER ()::int`.as('total')])
       .where('projection', '=', projection)
       .orderBy('blocked_at')
       .orderBy('session_id')
-      .limit(HALTED_LISTED)
+      .limit(STOPPED_LISTED)
       .execute();
     const status = access.projectorTables ? await readProjectionStatus(db, projection) : undefined;
     projections.push({
@@ -63,8 +63,8 @@ export async function readConsoleProjections(db: Kysely<DB>, access: ConsoleAcce
       updatedAt: lag.updated_at!,
       lastError: status?.lastError ?? null,
       skippedEvents: status?.skippedEvents ?? null,
-      haltedTotal: halted[0]?.total ?? 0,
-      halted: halted.map((row) => ({
+      stoppedTotal: stopped[0]?.total ?? 0,
+      stopped: stopped.map((row) => ({
         sessionId: row.session_id!,
         seq: Number(row.blocked_at_seq),
         kind: row.kind,

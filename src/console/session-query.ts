@@ -7,6 +7,7 @@ import { hasInMemoryFold, type Projection } from '../projector/projection.js';
 import { foldStoredLog, skippedPositions } from '../projector/stored-snapshot.js';
 import { readSessionText, storedLogReader } from '../stored-log/read-session.js';
 import type { ConsoleAccess } from './console-access.js';
+import type { StopFacts } from './older-format.js';
 
 /** Events shown per page of a session's timeline. */
 export const TIMELINE_PAGE = 100;
@@ -24,6 +25,12 @@ export interface TimelineEvent {
   json: string | null;
 }
 
+/** A projection's stop of the session: the event it stopped at, and why. */
+export interface SessionStop extends StopFacts {
+  seq: number;
+  reason: string;
+}
+
 /** Everything the session page shows. */
 export interface ConsoleSession {
   sessionId: string;
@@ -33,7 +40,8 @@ export interface ConsoleSession {
   projectedSeq: number | null;
   suspended: boolean;
   suspendReason: string | null;
-  halted: { seq: number; problem: string } | null;
+  /** Where and why each projection that stopped the session stopped it, by projection name. */
+  stops: SessionStop[];
   snapshot: SnapshotView;
   processes: { agentId: string; state: string; role: string | null; parentSessionId: string | null; turn: number; lastSeq: number }[];
   signals: { seq: number; signalId: string; disposition: string; queueDepth: number; turn: number }[];
@@ -67,7 +75,7 @@ export async function readConsoleSession(db: Kysely<DB>, projection: Projection,
   const { sessionId } = query;
   const overview = await db
     .selectFrom('os_session_overview')
-    .select(['events', 'first_recorded_at', 'last_recorded_at', 'projected_seq', 'suspended', 'last_suspend_reason', 'blocked_at_seq', 'blocked_problem'])
+    .select(['events', 'first_recorded_at', 'last_recorded_at', 'projected_seq', 'suspended', 'last_suspend_reason'])
     .where('session_id', '=', sessionId)
     .executeTakeFirst();
   if (overview === undefined) return undefined;
@@ -77,6 +85,12 @@ export async function readConsoleSession(db: Kysely<DB>, projection: Projection,
     .select(['agent_id', 'state', 'role', 'parent_session_id', 'turn', 'last_seq'])
     .where('session_id', '=', sessionId)
     .orderBy('first_seq')
+    .execute();
+  const stops = await db
+    .selectFrom('os_blocked_sessions')
+    .select(['projection', 'blocked_at_seq', 'kind', 'reason', 'problem'])
+    .where('session_id', '=', sessionId)
+    .orderBy('projection')
     .execute();
   const signals = await db.selectFrom('os_signals').select(['seq', 'signal_id', 'disposition', 'queue_depth', 'turn']).where('session_id', '=', sessionId).orderBy('seq').execute();
   const fromSeq = Math.min(Math.max(query.fromSeq ?? 0, 0), Math.max(events - 1, 0));
@@ -90,7 +104,7 @@ export async function readConsoleSession(db: Kysely<DB>, projection: Projection,
     projectedSeq: overview.projected_seq === null ? null : Number(overview.projected_seq),
     suspended: overview.suspended ?? false,
     suspendReason: overview.last_suspend_reason,
-    halted: overview.blocked_at_seq === null ? null : { seq: Number(overview.blocked_at_seq), problem: overview.blocked_problem ?? '' },
+    stops: stops.map((row) => ({ projection: row.projection!, seq: Number(row.blocked_at_seq), kind: row.kind, reason: row.reason!, problem: row.problem! })),
     snapshot: await readSnapshot(db, projection, access, sessionId, events - 1, query.atSeq),
     processes: processes.map((row) => ({
       agentId: row.agent_id,

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import type { StopFacts } from './older-format.js';
 import { type SessionCursor } from './session-cursor.js';
 
 /** The session list's filters by state. */
@@ -7,7 +8,7 @@ export const SESSION_FILTERS = {
   suspended: 'suspended now',
   'failed-processes': 'has failed processes',
   'budget-exceeded': 'budget exceeded',
-  halted: 'halted by the projection',
+  stopped: 'stopped by a projection (any)',
 } as const;
 
 export type SessionFilter = keyof typeof SESSION_FILTERS;
@@ -33,7 +34,13 @@ export interface SessionListRow {
   failedProcesses: number;
   signals: number;
   budgetExceeded: number;
-  haltedAtSeq: number | null;
+  /** Where each projection that stopped the session stopped it, by projection name. */
+  stops: ListedStop[];
+}
+
+/** A projection's stop of a session, as the list shows it. */
+export interface ListedStop extends StopFacts {
+  seq: number;
 }
 
 /** A page of sessions, and the cursors of the older page (`next`) and of the newer one (`previous`); undefined where there is none. */
@@ -58,8 +65,12 @@ export interface SessionPage {
 export async function listSessions(db: Kysely<DB>, query: SessionListQuery): Promise<SessionPage> {
   let select = db
     .selectFrom('os_session_overview as o')
-    .select(['o.session_id', 'o.events', 'o.last_recorded_at', 'o.suspended', 'o.processes', 'o.running_processes', 'o.signals', 'o.budget_exceeded', 'o.blocked_at_seq'])
+    .select(['o.session_id', 'o.events', 'o.last_recorded_at', 'o.suspended', 'o.processes', 'o.running_processes', 'o.signals', 'o.budget_exceeded'])
     .select(sql<string>`o.last_recorded_at::text`.as('cursor_at'))
+    .select(
+      sql<ListedStop[]>`(SELECT coalesce(json_agg(json_build_object('projection', b.projection, 'seq', b.blocked_at_seq, 'kind', b.kind, 'problem', b.problem) ORDER BY b.projection), '[]')
+        FROM os_blocked_sessions AS b WHERE b.session_id = o.session_id)`.as('stops'),
+    )
     .select((eb) =>
       eb
         .selectFrom('os_processes as p')
@@ -78,7 +89,10 @@ export async function listSessions(db: Kysely<DB>, query: SessionListQuery): Pro
   if (query.filter === 'budget-exceeded') {
     select = select.where(({ exists, selectFrom }) => exists(selectFrom('os_budget_exceeded as b').whereRef('b.session_id', '=', 'o.session_id').select(sql`1`.as('one'))));
   }
-  if (query.filter === 'halted') select = select.where('o.blocked_at_seq', 'is not', null);
+  // Stopped by any projection: os_session_overview's blocked_at_seq is os_snapshot's alone.
+  if (query.filter === 'stopped') {
+    select = select.where(({ exists, selectFrom }) => exists(selectFrom('os_blocked_sessions as b').whereRef('b.session_id', '=', 'o.session_id').select(sql`1`.as('one'))));
+  }
   if (query.after) {
     select = select.where(sql<boolean>`(o.last_recorded_at, o.session_id) < (${query.after.lastRecordedAt}::timestamptz, ${query.after.sessionId}::text)`);
   }
@@ -104,7 +118,7 @@ export async function listSessions(db: Kysely<DB>, query: SessionListQuery): Pro
       failedProcesses: Number(row.failed_processes ?? 0),
       signals: Number(row.signals),
       budgetExceeded: Number(row.budget_exceeded),
-      haltedAtSeq: row.blocked_at_seq === null ? null : Number(row.blocked_at_seq),
+      stops: row.stops.map((stop) => ({ ...stop, seq: Number(stop.seq) })),
     })),
     next: backwards || more ? cursor(shown[shown.length - 1]) : undefined,
     previous: (backwards ? more : query.after !== undefined) ? cursor(shown[0]) : undefined,

@@ -126,6 +126,23 @@ describe('os-audit CLI', () => {
     expect(run.stderr).not.toMatch(/--at-seq/);
   });
 
+  it('prints the snapshot before the stop of a stopped session, says on stderr where and why it stopped, and exits 3', async () => {
+    const events = [
+      '{"kind":"tool_gated","turn":1,"call_id":"c1","tool":"shell","reason":"ask_user"}',
+      '{"kind":"suspended","turn":"three","reason":"ask_user"}',
+    ];
+    expect((await cli(['append', 'stopped-at-1'], `[${events.join(',')}]`)).code).toBe(0);
+    expect((await cli(['project', '--once', '--metrics-port', 'off'])).code).toBe(0);
+    for (const projection of ['os_snapshot', 'os_snapshot_v0_2_60']) {
+      const run = await cli(['snapshot', 'stopped-at-1', '--projection', projection]);
+      expect(run.code).toBe(3);
+      // stdout stays the snapshot alone, for a program that parses it.
+      expect(JSON.parse(run.stdout)).toMatchObject({ tool_gated_count: 1 });
+      expect(run.stderr).toMatch(new RegExp(`^os-audit: session "stopped-at-1" is stopped at seq 1 by projection ${projection}: .*turn.*\n$`));
+    }
+    expect((await cli(['snapshot', 'spawn-lifecycle'])).code).toBe(0);
+  });
+
   it('runs as a program: exit codes and output through a real process', async () => {
     const root = fileURLToPath(new URL('../..', import.meta.url));
     const run = (args: string[]) =>

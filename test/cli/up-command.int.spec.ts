@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:net';
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCli } from '../support/cli-process.js';
 import { pollUntil } from '../support/daemon-process.js';
@@ -64,6 +65,33 @@ describe('os-audit up', () => {
       up.child.kill('SIGTERM');
     }
     expect((await up.result).code).toBe(0);
+  }, 90_000);
+
+  it('`up --import samples` (npm start) folds every sample under every built-in projection: no stopped session, no error logged', async () => {
+    const up = startCli(['up', '--import', 'samples', '--metrics-port', '0'], { databaseUrl: testDb.url });
+    let stdout = '';
+    let stderr = '';
+    up.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    up.child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      await pollUntil('up to say it is up', async () => stdout.includes('Stop with Ctrl-C.'), { timeoutMs: 60_000, explain: () => stdout + stderr });
+      // The older-format samples are in a folder of their own, which `npm start` does not import.
+      expect(stdout).toMatch(/^imported \d+ new events; 0 were already stored \(14 sessions from 14 files\)$/m);
+      expect(stderr).toContain('ignored 1 entry, not a <session_id>.jsonl file: older-format\n');
+      const projections = await pollUntil('both built-ins to fold every sample', async () => {
+        const { rows } = await sql<{ projection: string }>`
+          SELECT projection FROM projection_checkpoints WHERE position = (SELECT max(position) FROM session_events) ORDER BY projection`.execute(testDb.db);
+        return rows.length === 2 && rows.map((row) => row.projection);
+      });
+      expect(projections).toEqual(['os_snapshot', 'os_snapshot_v0_2_60']);
+      expect(await testDb.db.selectFrom('projection_blocked_sessions').selectAll().execute()).toEqual([]);
+    } finally {
+      up.child.kill('SIGTERM');
+    }
+    expect((await up.result).code).toBe(0);
+    const logged = stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { level: string; event?: string });
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.filter((entry) => entry.level === 'error' || entry.level === 'fatal' || entry.event === 'sessions_stopped')).toEqual([]);
   }, 90_000);
 
   it('prints no console line with --metrics-port off, and refuses a bad daemon setting before it migrates', async () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Kysely, sql } from 'kysely';
 import type { Browser, Page } from 'playwright-core';
@@ -21,6 +22,9 @@ const samples = fileURLToPath(new URL('../../samples', import.meta.url));
 /** An event whose text would run as script if the console inserted it as HTML. */
 const HOSTILE_TOOL = '</pre><script>window.__injected = 1</script>';
 const HOSTILE_REASON = '<img src=x onerror="window.__injected = 2">';
+
+/** The sessions of `samples/older-format/`, which os_snapshot_v0_2_60 stops. */
+const OLDER_FORMAT = ['older-format-000000', 'older-format-000001', 'older-format-000002'];
 
 /** Sessions appended one transaction each, so that each has its own last activity. */
 const PAGED = Array.from({ length: 60 }, (_, i) => `paged-${String(i).padStart(3, '0')}`);
@@ -49,11 +53,12 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
 
   beforeAll(async () => {
     await cli('import', samples);
+    await cli('import', path.join(samples, 'older-format'));
     const store = new EventStore(testDb.db);
     for (const sessionId of PAGED) await store.append(sessionId, [sampleEvent(0)]);
     await store.append('hostile', [{ kind: 'tool_gated', turn: 1, call_id: 'c1', tool: HOSTILE_TOOL, reason: HOSTILE_REASON }]);
-    // os_snapshot cannot read a turn that is not a number: it halts the session at seq 1.
-    await store.append('halted', [
+    // No projection reads a turn that is not a number: each stops the session at seq 1.
+    await store.append('stopped', [
       { kind: 'tool_gated', turn: 1, call_id: 'c1', tool: 'shell', reason: 'ask_user' },
       { kind: 'suspended', turn: 'three', reason: 'ask_user' },
       { kind: 'resumed', turn: 4, approved: [], denied: [] },
@@ -72,35 +77,62 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
     await server?.close();
   });
 
-  it('projections: each projection with its position and lag, and a halted session with its event, reason and a link that opens that event', async () => {
+  it('projections: each projection with its position and lag, and its stopped sessions with the event, reason and a link that opens that event', async () => {
     await page.goto(`${server.url}/`);
     const row = page.locator('tr[data-projection="os_snapshot"]');
     await expect.poll(() => row.locator('td').first().textContent()).toBe('os_snapshot');
-    // halted sessions, events set aside, halted itself (no last error)
+    // stopped sessions, events set aside, halted (no last error)
     expect((await row.locator('td').allTextContents()).slice(6)).toEqual(['1', '0', 'no']);
-    const halted = page.locator('table[data-halted="os_snapshot"] tbody tr');
-    expect(await halted.count()).toBe(1);
-    const cells = await halted.locator('td').allTextContents();
-    expect(cells.slice(0, 4)).toEqual(['halted', 'seq 1', 'suspended', 'unreadable']);
+    expect((await page.locator('tr[data-projection="os_snapshot_v0_2_60"] td').allTextContents()).slice(6)).toEqual(['4', '0', 'no']);
+    const stopped = page.locator('table[data-stopped="os_snapshot"] tbody tr');
+    expect(await stopped.count()).toBe(1);
+    const cells = await stopped.locator('td').allTextContents();
+    expect(cells.slice(0, 4)).toEqual(['stopped', 'seq 1', 'suspended', 'unreadable']);
     expect(cells[4]).toMatch(/turn/);
-    // The samples halt sessions of the v0.2.60 projection: listed under it.
-    expect(await page.locator('table[data-halted="os_snapshot_v0_2_60"] tbody tr').count()).toBeGreaterThan(0);
+    // The older-format samples are stopped by the v0.2.60 projection, and marked as such; the stop of a bad event is not.
+    const v0260 = page.locator('table[data-stopped="os_snapshot_v0_2_60"] tbody tr');
+    expect(await v0260.count()).toBe(4);
+    expect(await page.locator('table[data-stopped="os_snapshot_v0_2_60"] tr.older-format td:first-child').allTextContents()).toEqual(OLDER_FORMAT);
+    for (const note of await page.locator('table[data-stopped="os_snapshot_v0_2_60"] tr.older-format .note').allTextContents()) {
+      expect(note).toBe('older runtime format: os_snapshot_v0_2_60 cannot read it');
+    }
+    expect(await page.locator('table[data-stopped="os_snapshot"] .note').count()).toBe(0);
+    expect(await page.locator('h2', { hasText: 'os_snapshot_v0_2_60:' }).textContent()).toBe('os_snapshot_v0_2_60: 4 stopped sessions');
 
-    await halted.locator('a.event-link').click();
-    await page.waitForURL(/\/sessions\/halted\?from=1#event-1$/);
+    await stopped.locator('a.event-link').click();
+    await page.waitForURL(/\/sessions\/stopped\?from=1#event-1$/);
     const event = page.locator('#event-1');
-    expect(await event.getAttribute('class')).toBe('halted-event');
+    expect(await event.getAttribute('class')).toBe('stopped-event');
     expect(await event.locator('.event-json').textContent()).toBe('{\n  "kind": "suspended",\n  "turn": "three",\n  "reason": "ask_user"\n}');
-    expect(await page.locator('dd.bad').textContent()).toMatch(/^at seq 1: /);
+  });
+
+  it('a stopped session: where and why each projection stopped it, linked to the event; an older-format log says so', async () => {
+    await page.goto(`${server.url}/sessions/stopped`);
+    for (const projection of ['os_snapshot', 'os_snapshot_v0_2_60']) {
+      const stop = page.locator(`dd[data-stop="${projection}"]`);
+      expect(await stop.textContent(), projection).toMatch(/^at seq 1 \(suspended, unreadable\): .*turn/);
+      expect(await stop.getAttribute('class')).toBe('bad stop');
+      expect(await stop.locator('a.event-link').getAttribute('href')).toBe('/sessions/stopped?from=1#event-1');
+    }
+    expect(await page.locator('dt', { hasText: 'stopped by' }).allTextContents()).toEqual(['stopped by os_snapshot', 'stopped by os_snapshot_v0_2_60']);
+
+    await page.goto(`${server.url}/sessions/${OLDER_FORMAT[0]}`);
+    const stops = page.locator('dd.stop');
+    expect(await stops.count()).toBe(1);
+    expect(await stops.getAttribute('data-stop')).toBe('os_snapshot_v0_2_60');
+    expect(await stops.textContent()).toMatch(/^at seq \d+ \(budget_exceeded, unreadable\): field "operation_id": missing or null older runtime format: os_snapshot_v0_2_60 cannot read it$/);
+
+    await page.goto(`${server.url}/sessions/sample-000000`);
+    expect(await page.locator('dd.stop').count()).toBe(0);
   });
 
   it('sessions: by last activity, paged by keyset across pages, searched by id, filtered by each state', async () => {
     await page.goto(`${server.url}/sessions`);
     const all = await expectedOrder('true');
-    expect(all.length).toBe(PAGED.length + 14 + 2);
+    expect(all.length).toBe(PAGED.length + 14 + OLDER_FORMAT.length + 2);
     const first = await listedSessions(page);
     expect(first).toEqual(all.slice(0, 50));
-    expect(first.slice(0, 3)).toEqual(['halted', 'hostile', 'paged-059']);
+    expect(first.slice(0, 3)).toEqual(['stopped', 'hostile', 'paged-059']);
     await page.locator('a[rel="next"]').click();
     await page.waitForURL(/after=/);
     expect(await listedSessions(page)).toEqual(all.slice(50));
@@ -129,7 +161,8 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
       suspended: 'o.suspended',
       'failed-processes': "EXISTS (SELECT FROM os_processes p WHERE p.session_id = o.session_id AND p.state = 'failed')",
       'budget-exceeded': 'EXISTS (SELECT FROM os_budget_exceeded b WHERE b.session_id = o.session_id)',
-      halted: 'o.blocked_at_seq IS NOT NULL',
+      // By any projection, not os_snapshot's alone.
+      stopped: 'EXISTS (SELECT FROM os_blocked_sessions b WHERE b.session_id = o.session_id)',
     };
     await page.goto(`${server.url}/sessions`);
     for (const [filter, where] of Object.entries(filters)) {
@@ -139,7 +172,11 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
       expect(expected.length, filter).toBeGreaterThan(0);
       expect(await listedSessions(page), filter).toEqual(expected);
     }
-    expect(await listedSessions(page)).toEqual(['halted']);
+    expect((await listedSessions(page)).sort()).toEqual([...OLDER_FORMAT, 'stopped']);
+    expect(await page.locator('tr[data-session="stopped"] .stop').allTextContents()).toEqual(['stopped at seq 1 by os_snapshot', 'stopped at seq 1 by os_snapshot_v0_2_60']);
+    expect(await page.locator(`tr[data-session="${OLDER_FORMAT[0]}"] .stop`).textContent()).toMatch(
+      /^stopped at seq \d+ by os_snapshot_v0_2_60 \(older runtime format: os_snapshot_v0_2_60 cannot read it\)$/,
+    );
   });
 
   it('a session: its snapshot as os-audit snapshot prints it, the slider showing the one at that seq as --at-seq does, its processes, signals and events as JSON', async () => {
@@ -183,7 +220,7 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
 
   it('rejects bad parameters with one line, and answers only GET and HEAD', async () => {
     for (const [path, status, message] of [
-      ['/sessions?state=asleep', 400, 'unknown state filter "asleep": use one of suspended, failed-processes, budget-exceeded, halted'],
+      ['/sessions?state=asleep', 400, 'unknown state filter "asleep": use one of suspended, failed-processes, budget-exceeded, stopped'],
       ['/sessions?after=garbage', 400, 'the page cursor "after" is not one this console wrote: start again from the first page'],
       ['/sessions/sample-000000?at=x', 400, '"at" must be a seq: an integer from 0, not "x"'],
       ['/sessions/nobody', 404, 'no session "nobody": no event of it is stored (search for it on the sessions page)'],
@@ -258,14 +295,14 @@ describe.skipIf(!browserTestsRun)('the web console, in Chromium', () => {
 
     it('cannot read event bodies (checked), and every page still answers: the timeline without JSON, saying so', async () => {
       await expect(sql`SELECT payload FROM session_events LIMIT 1`.execute(readerDb)).rejects.toThrow(/permission denied/);
-      for (const path of ['/', '/sessions', '/sessions?state=suspended', '/sessions?state=failed-processes', '/sessions?state=budget-exceeded', '/sessions?state=halted', '/sessions?q=sample', '/sessions/halted?from=1', '/sessions/sample-000000?at=3']) {
+      for (const path of ['/', '/sessions', '/sessions?state=suspended', '/sessions?state=failed-processes', '/sessions?state=budget-exceeded', '/sessions?state=stopped', '/sessions?q=sample', '/sessions/stopped?from=1', '/sessions/sample-000000?at=3']) {
         const response = await page.goto(`${readerServer.url}${path}`);
         expect(response!.status(), path).toBe(200);
         expect(await page.locator('body').textContent(), path).not.toMatch(/permission denied/i);
       }
 
       await page.goto(`${readerServer.url}/`);
-      expect(await page.locator('table[data-halted="os_snapshot"] tbody tr td').nth(1).textContent()).toBe('seq 1');
+      expect(await page.locator('table[data-stopped="os_snapshot"] tbody tr td').nth(1).textContent()).toBe('seq 1');
       expect((await page.locator('tr[data-projection="os_snapshot"] td').allTextContents()).slice(6)).toEqual(['1', '–', 'not readable by this role']);
 
       await page.goto(`${readerServer.url}/sessions`);

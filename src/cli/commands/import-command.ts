@@ -77,9 +77,7 @@ is a conflict. Exit code 1 when any unit was rejected.`,
         progress.done();
       }
       for (const failure of report.failures) await write(io.stderr, `os-audit: ${failure.message}\n`);
-      if (report.ignoredEntries.length > 0) {
-        await write(io.stderr, `ignored ${countOf(report.ignoredEntries.length, 'entry', 'entries')} that are not *.jsonl files\n`);
-      }
+      if (report.ignoredEntries.length > 0) await write(io.stderr, `${describeIgnored(report.ignoredEntries)}\n`);
       await write(
         io.stdout,
         `imported ${countOf(report.newEvents, 'new event')}; ${report.existingEvents} ${report.existingEvents === 1 ? 'was' : 'were'} already stored ` +
@@ -96,9 +94,19 @@ is a conflict. Exit code 1 when any unit was rejected.`,
 
 /** `2 empty logs (no events yet): s1, s2`, naming the first few. */
 function describeEmptyLogs(sessionIds: readonly string[]): string {
-  const shown = sessionIds.slice(0, NAMES_SHOWN).join(', ');
-  const more = sessionIds.length > NAMES_SHOWN ? ` and ${sessionIds.length - NAMES_SHOWN} more` : '';
-  return `${countOf(sessionIds.length, 'empty log')} (no events yet): ${shown}${more}`;
+  return `${countOf(sessionIds.length, 'empty log')} (no events yet): ${firstNames(sessionIds)}`;
+}
+
+/** `ignored 1 entry, not a <session_id>.jsonl file: older-format`, naming the first few. */
+function describeIgnored(entries: readonly string[]): string {
+  const what = entries.length === 1 ? 'not a <session_id>.jsonl file' : 'not <session_id>.jsonl files';
+  return `ignored ${countOf(entries.length, 'entry', 'entries')}, ${what}: ${firstNames(entries)}`;
+}
+
+/** `a, b, c and 2 more`: the first {@link NAMES_SHOWN} names. */
+function firstNames(names: readonly string[]): string {
+  const more = names.length > NAMES_SHOWN ? ` and ${names.length - NAMES_SHOWN} more` : '';
+  return `${names.slice(0, NAMES_SHOWN).join(', ')}${more}`;
 }
 
 /** `kernel journal: 2 operations; 5 new records (0 already stored), …`, the rarer counts only when there are some. */

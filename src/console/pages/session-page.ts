@@ -1,5 +1,6 @@
 import { type Html, html } from '../html.js';
-import type { ConsoleSession } from '../session-query.js';
+import { olderFormatNote } from '../older-format.js';
+import type { ConsoleSession, SessionStop } from '../session-query.js';
 import { formatTime, sessionHref } from './layout.js';
 
 /**
@@ -21,7 +22,7 @@ export function renderSession(session: ConsoleSession, access: { eventBodies: bo
 <dt>first / last activity</dt><dd>${formatTime(session.firstRecordedAt)} / ${formatTime(session.lastRecordedAt)}</dd>
 <dt>projected through</dt><dd>${session.projectedSeq === null ? html`<span class="muted">not yet</span>` : `seq ${session.projectedSeq}`}</dd>
 <dt>state</dt><dd>${session.suspended ? html`<span class="warn">suspended</span> ${session.suspendReason ?? ''}` : 'active'}</dd>
-${session.halted ? html`<dt>halted</dt><dd class="bad">at <a href="${sessionHref(session.sessionId, session.halted.seq)}">seq ${session.halted.seq}</a>: ${session.halted.problem}</dd>` : ''}
+${session.stops.map((stop) => renderStop(session.sessionId, stop))}
 </dl>
 <section id="snapshot">
 <h2>Snapshot ${at === null ? html`<span class="muted">(as projected)</span>` : html`<span class="muted">after seq ${at}</span>`}</h2>
@@ -64,7 +65,7 @@ ${
 <h2>Events</h2>
 ${access.eventBodies ? '' : html`<p class="notice" id="no-bodies">Event bodies are private to this database role (os_audit_reader reads os_event_activity: events without their JSON).</p>`}
 <ol class="timeline">${session.timeline.map(
-    (event) => html`<li id="event-${event.seq}" data-seq="${event.seq}"${session.halted?.seq === event.seq ? html` class="halted-event"` : ''}>
+    (event) => html`<li id="event-${event.seq}" data-seq="${event.seq}"${session.stops.some((stop) => stop.seq === event.seq) ? html` class="stopped-event"` : ''}>
 <div class="event-head"><a href="#event-${event.seq}">seq ${event.seq}</a> <b>${event.kind}</b> <span class="muted">${formatTime(event.recordedAt)}</span>${
       access.eventBodies ? html` <a href="${sessionHref(session.sessionId)}?at=${event.seq}#snapshot">snapshot after</a>` : ''
     }</div>
@@ -75,4 +76,12 @@ ${event.json === null ? '' : html`<pre class="json event-json">${event.json}</pr
     session.timelineNext === null ? '' : html`<a rel="next" href="${sessionHref(session.sessionId)}?from=${session.timelineNext}#timeline">later events »</a>`
   }</nav>
 </section>`;
+}
+
+/** Where and why one projection stopped the session, with a link to that event; an older runtime's log says it is one. */
+function renderStop(sessionId: string, stop: SessionStop): Html {
+  const note = olderFormatNote(stop);
+  return html`<dt>stopped by ${stop.projection}</dt><dd class="${note === undefined ? 'bad' : 'muted'} stop" data-stop="${stop.projection}">at <a class="event-link" href="${sessionHref(sessionId, stop.seq)}">seq ${stop.seq}</a> (${stop.kind ?? 'no event'}, ${stop.reason}): ${stop.problem}${
+    note === undefined ? '' : html` <span class="note">${note}</span>`
+  }</dd>`;
 }

@@ -1,6 +1,7 @@
 import { type Html, html } from '../html.js';
 import { encodeSessionCursor } from '../session-cursor.js';
-import { SESSION_FILTERS, type SessionFilter, type SessionListQuery, type SessionPage } from '../sessions-query.js';
+import { type ListedStop, SESSION_FILTERS, type SessionFilter, type SessionListQuery, type SessionPage } from '../sessions-query.js';
+import { olderFormatNote } from '../older-format.js';
 import { formatTime, sessionHref } from './layout.js';
 
 /**
@@ -45,7 +46,7 @@ ${
 <td><a href="${sessionHref(row.sessionId)}">${row.sessionId}</a></td>
 <td>${formatTime(row.lastRecordedAt)}</td>
 <td class="number">${row.events}</td>
-<td>${row.haltedAtSeq !== null ? html`<span class="bad">halted at seq ${row.haltedAtSeq}</span> ` : ''}${row.suspended ? html`<span class="warn">suspended</span>` : html`<span class="muted">active</span>`}</td>
+<td>${row.stops.map((stop) => renderListedStop(stop))}${row.suspended ? html`<span class="warn">suspended</span>` : html`<span class="muted">active</span>`}</td>
 <td class="number">${row.processes}${row.runningProcesses > 0 ? ` (${row.runningProcesses} running)` : ''}${row.failedProcesses > 0 ? html` <span class="bad">${row.failedProcesses} failed</span>` : ''}</td>
 <td class="number">${row.signals}</td>
 <td class="number">${row.budgetExceeded > 0 ? html`<span class="warn">${row.budgetExceeded}</span>` : '0'}</td>
@@ -58,4 +59,11 @@ ${
       ? html`<a rel="first" href="${params({})}">« newest</a><a rel="prev" href="${params({ before: encodeSessionCursor(page.previous) })}">‹ newer</a>`
       : ''
   }${page.next ? html`<a rel="next" href="${params({ after: encodeSessionCursor(page.next) })}">older ›</a>` : ''}</nav>`;
+}
+
+/** `stopped at seq 4 by os_snapshot`; an older runtime's log is said to be one, not flagged as a fault. */
+function renderListedStop(stop: ListedStop): Html {
+  const note = olderFormatNote(stop);
+  const text = `stopped at seq ${stop.seq} by ${stop.projection}`;
+  return note === undefined ? html`<span class="bad stop">${text}</span> ` : html`<span class="muted stop" title="${note}">${text} (${note})</span> `;
 }
