@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { isSchemaBehind } from '../db/schema-behind.js';
 import { json, type RouteRequest, type RouteResponse, type Routes } from '../observability/observability-server.js';
 import type { Projection } from '../projector/projection.js';
 import { loadConsoleAssets } from './console-assets.js';
@@ -63,7 +64,9 @@ export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): 
       const [status, title, message] =
         error instanceof BadRequest
           ? [error.status, error.status === 404 ? 'Not found' : 'Bad request', error.message]
-          : [500, 'Cannot read the database', `cannot read the database: ${error instanceof Error ? error.message : String(error)}`];
+          : isSchemaBehind(error)
+            ? [503, 'Not migrated', schemaBehindMessage(error)]
+            : [500, 'Cannot read the database', `cannot read the database: ${error instanceof Error ? error.message : String(error)}`];
       return htmlResponse(status, renderLayout({ title, tab: 'sessions', notice: access && roleNotice(access) }, html`<p class="notice" id="error">${message}</p>`));
     }
   };
@@ -72,6 +75,7 @@ export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): 
       return json(200, await answer(request));
     } catch (error) {
       if (error instanceof BadRequest) return json(error.status, { error: error.message });
+      if (isSchemaBehind(error)) return json(503, { error: schemaBehindMessage(error) });
       throw error;
     }
   };
@@ -102,6 +106,11 @@ export function createConsoleRoutes({ db, projections }: ConsoleRoutesOptions): 
     '/favicon.ico': () => ({ status: 204, contentType: 'image/x-icon', body: '' }),
     '/assets/*': ({ rest }) => assets(rest) ?? json(404, { error: `no asset ${JSON.stringify(rest)}` }),
   };
+}
+
+/** What a page says on a database without os-audit's schema, or with an older one. */
+function schemaBehindMessage(error: unknown): string {
+  return `this database has no os-audit schema, or an older one than this console (${error instanceof Error ? error.message : String(error)}): run \`os-audit migrate\``;
 }
 
 /** What the page says when the role hides something. */

@@ -12,7 +12,7 @@ import { startCli } from '../support/cli-process.js';
 import { pollUntil, startDaemon } from '../support/daemon-process.js';
 import { basicAuth, httpGet } from '../support/http-get.js';
 import { runCliInProcess } from '../support/run-cli-in-process.js';
-import { useTestDatabase } from '../support/test-database.js';
+import { createTestDatabase, useTestDatabase } from '../support/test-database.js';
 
 const testDb = useTestDatabase();
 const samples = fileURLToPath(new URL('../../samples', import.meta.url));
@@ -88,6 +88,26 @@ describe('os-audit console and the daemon serve the web console', () => {
     } finally {
       await server.close();
       await db.destroy();
+    }
+  });
+
+  it("on a database without os-audit's schema, says to migrate: 503 on every page and API route", async () => {
+    const empty = await createTestDatabase({ migrate: false });
+    const server = await startObservabilityServer('127.0.0.1', 0, createConsoleRoutes({ db: empty.db, projections: builtInProjections }));
+    try {
+      for (const path of ['/', '/sessions', '/sessions/s1']) {
+        const response = await fetch(`${server.url}${path}`);
+        expect([path, response.status]).toEqual([path, 503]);
+        expect(await response.text()).toMatch(/<p class="notice" id="error">this database has no os-audit schema, or an older one than this console \(.*\): run `os-audit migrate`<\/p>/);
+      }
+      for (const path of ['/api/projections', '/api/sessions', '/api/live']) {
+        const response = await fetch(`${server.url}${path}`);
+        expect([path, response.status]).toEqual([path, 503]);
+        expect(((await response.json()) as { error: string }).error).toMatch(/: run `os-audit migrate`$/);
+      }
+    } finally {
+      await server.close();
+      await empty.drop();
     }
   });
 
