@@ -103,5 +103,6 @@ it('is reported by verifyOsSnapshots for each such session, which verifies every
     mismatches: [],
     corrupt: corruptRows.map(({ row, problem }) => ({ sessionId: row.sessionId, seq: 2, problem })).sort(bySession),
     pending: [],
+    snapshotsCompared: true,
   });
 });
