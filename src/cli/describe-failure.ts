@@ -1,5 +1,5 @@
 import { causes, isDiskFull } from '../db/disk-full.js';
-import { isSchemaBehind } from '../db/schema-behind.js';
+import { isMissingObject } from '../db/schema-behind.js';
 import { CliError } from './cli-context.js';
 
 /** Where a command's database URL came from, as its error lines name it. */
@@ -89,7 +89,7 @@ export function describeFailure(error: unknown, context: FailureContext): string
       case '28000': // invalid_authorization_specification
         return `${message}${from}: fix the user or password in the URL`;
     }
-    if (isSchemaBehind(cause)) {
+    if (isMissingObject(cause)) {
       // The outermost message: it names what failed, a projection's batch say.
       return `${databaseLabel(context.databaseUrl)} has no os-audit schema, or an older one than this os-audit (${(error as Error).message}): run \`os-audit migrate\``;
     }
